@@ -1,0 +1,299 @@
+//! The builder a `build.rs` calls (the prost-build / cxx-build pattern): manifest → validate →
+//! emit C++ → compile → emit Rust, with cargo directives for exactly what the build reads.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::compile::{self, CompileStats, JobLimiter, NvccSetup};
+use crate::emit_cpp;
+use crate::emit_rust::{self, UnitImage};
+use crate::fsutil::{copy_if_changed, write_if_changed};
+use crate::manifest;
+use crate::toolchain;
+
+/// Environment variables that make the build skip nvcc: kernels get wrappers and registry
+/// entries, and running one returns a clear error.
+pub const NO_NVCC_VARS: &[&str] = &["CUTLASS_AOT_NO_NVCC", "DOCS_RS"];
+/// Overrides the SASS targets, e.g. `80,90`.
+pub const ARCHS_VAR: &str = "CUTLASS_AOT_ARCHS";
+
+/// The glue headers the generated units include, embedded so a downstream crate's build needs no
+/// path into this repository.
+const GLUE_HEADERS: &[(&str, &str)] = &[
+    (
+        "cutlass_aot/abi.h",
+        include_str!("../../cutlass_glue/include/cutlass_aot/abi.h"),
+    ),
+    (
+        "cutlass_aot/gemm_2x.cuh",
+        include_str!("../../cutlass_glue/include/cutlass_aot/gemm_2x.cuh"),
+    ),
+];
+
+/// Builds the kernels of one manifest into a crate.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    manifest: PathBuf,
+    out_dir: Option<PathBuf>,
+    sass_archs: Vec<u32>,
+    kernels_per_unit: usize,
+    library_name: Option<String>,
+}
+
+/// What a build did.
+#[derive(Clone, Debug)]
+pub struct BuildSummary {
+    pub kernels: usize,
+    pub units: usize,
+    pub stats: CompileStats,
+    pub seconds: f64,
+    /// False when built without nvcc (`CUTLASS_AOT_NO_NVCC`, `DOCS_RS`).
+    pub with_kernels: bool,
+    /// The generated Rust file, to `include!` from the crate.
+    pub rust_file: PathBuf,
+}
+
+impl fmt::Display for BuildSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.with_kernels {
+            return write!(
+                f,
+                "{} kernels registered WITHOUT device code (nvcc disabled by {}); launching one returns an error",
+                self.kernels,
+                NO_NVCC_VARS.join(" or ")
+            );
+        }
+        write!(
+            f,
+            "{} kernels in {} units: {} nvcc runs, {} outputs from cache, {:.1}s",
+            self.kernels, self.units, self.stats.compiled, self.stats.from_cache, self.seconds
+        )
+    }
+}
+
+/// Any failure of the build, printed as a readable chain by [`run_build_script`].
+#[derive(Debug)]
+pub enum BuildError {
+    Manifest(manifest::ManifestError),
+    Toolchain(toolchain::ToolchainError),
+    Compile(compile::CompileError),
+    Io(String),
+    Generate(String),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Manifest(e) => write!(f, "invalid kernel manifest:\n{e}"),
+            BuildError::Toolchain(e) => write!(f, "no usable CUDA/CUTLASS toolchain:\n{e}"),
+            BuildError::Compile(e) => write!(f, "kernel compilation failed:\n{e}"),
+            BuildError::Io(e) => write!(f, "{e}"),
+            BuildError::Generate(e) => write!(f, "internal error generating Rust wrappers: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl Builder {
+    /// A builder for `manifest` (relative paths are relative to the crate root, like cargo's).
+    pub fn new(manifest: impl AsRef<Path>) -> Self {
+        Builder {
+            manifest: manifest.as_ref().to_path_buf(),
+            out_dir: None,
+            sass_archs: vec![80, 90],
+            kernels_per_unit: 4,
+            library_name: None,
+        }
+    }
+
+    /// Where generated files go (default: `$OUT_DIR`).
+    pub fn out_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// SASS targets every kernel is compiled for (default `[80, 90]`; `CUTLASS_AOT_ARCHS` overrides).
+    pub fn sass_archs(&mut self, archs: &[u32]) -> &mut Self {
+        self.sass_archs = archs.to_vec();
+        self
+    }
+
+    /// At most this many kernels share one translation unit (default 4).
+    pub fn kernels_per_unit(&mut self, n: usize) -> &mut Self {
+        self.kernels_per_unit = n.max(1);
+        self
+    }
+
+    /// Name of the static library of host code (default: from `CARGO_PKG_NAME`, so that two crates
+    /// with their own manifests link side by side).
+    pub fn library_name(&mut self, name: &str) -> &mut Self {
+        self.library_name = Some(name.to_string());
+        self
+    }
+
+    /// Runs the whole pipeline. Prints cargo directives; call from a build script.
+    pub fn compile(&self) -> Result<BuildSummary, BuildError> {
+        let started = Instant::now();
+        let env = |key: &str| std::env::var(key).ok();
+        println!("cargo:rerun-if-changed={}", self.manifest.display());
+        for var in toolchain::env_vars_read()
+            .iter()
+            .chain(NO_NVCC_VARS)
+            .chain(&[ARCHS_VAR])
+        {
+            println!("cargo:rerun-if-env-changed={var}");
+        }
+
+        let kernels = manifest::load(&self.manifest).map_err(BuildError::Manifest)?;
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => PathBuf::from(env("OUT_DIR").ok_or_else(|| {
+                BuildError::Io(
+                    "OUT_DIR is not set: call Builder::compile from a build script, or set out_dir()".into(),
+                )
+            })?),
+        };
+        let work = out_dir.join("cutlass_aot");
+        let io = |what: &str, e: std::io::Error| BuildError::Io(format!("{what}: {e}"));
+
+        let units = emit_cpp::plan_units(&kernels, self.kernels_per_unit);
+        let with_kernels = !NO_NVCC_VARS
+            .iter()
+            .any(|v| env(v).is_some_and(|s| !s.is_empty() && s != "0"));
+        let mut stats = CompileStats::default();
+        let mut fatbins: Vec<Option<PathBuf>> = vec![None; units.len()];
+        if with_kernels {
+            let toolchain = toolchain::discover(&env).map_err(BuildError::Toolchain)?;
+            let glue_include = work.join("glue");
+            let mut glue_fingerprint = Vec::new();
+            for (name, text) in GLUE_HEADERS {
+                write_if_changed(&glue_include.join(name), text.as_bytes())
+                    .map_err(|e| io("writing glue headers", e))?;
+                glue_fingerprint.extend_from_slice(name.as_bytes());
+                glue_fingerprint.extend_from_slice(text.as_bytes());
+            }
+            let archs = match env(ARCHS_VAR) {
+                Some(list) => parse_archs(&list)?,
+                None => self.sass_archs.clone(),
+            };
+            let setup = NvccSetup {
+                host_command: host_command(&toolchain)?,
+                nvcc: toolchain.nvcc.clone(),
+                include_dirs: std::iter::once(glue_include)
+                    .chain(toolchain.cutlass_include.iter().cloned())
+                    .chain(std::iter::once(toolchain.cuda_include.clone()))
+                    .collect(),
+                sass_archs: archs,
+                toolchain_id: format!(
+                    "{} / CUTLASS {}",
+                    toolchain.nvcc_version, toolchain.cutlass_version
+                ),
+                glue_fingerprint,
+            };
+            let cache = toolchain::cache_root(&env).map_err(BuildError::Toolchain)?;
+            let (compiled, compile_stats) = compile::compile_units(
+                &units,
+                &setup,
+                &work.join("units"),
+                &cache,
+                &JobLimiter::from_env(),
+            )
+            .map_err(BuildError::Compile)?;
+            stats = compile_stats;
+            let mut archive = cc::Build::new();
+            for (slot, unit) in compiled.iter().enumerate() {
+                let local = work.join(format!("{}.fatbin", unit.name));
+                copy_if_changed(&unit.fatbin, &local).map_err(|e| io("copying fatbin", e))?;
+                fatbins[slot] = Some(local);
+                archive.object(&unit.host_object);
+            }
+            let library = self.library_name.clone().unwrap_or_else(|| {
+                format!(
+                    "cutlass_aot_kernels_{}",
+                    env("CARGO_PKG_NAME").unwrap_or_default().replace('-', "_")
+                )
+            });
+            archive
+                .cpp(true)
+                .cargo_warnings(false)
+                .try_compile(&library)
+                .map_err(|e| BuildError::Io(format!("archiving host objects: {e}")))?;
+            println!("cargo:rustc-link-search=native={}", toolchain.cuda_lib.display());
+            println!("cargo:rustc-link-lib=static=cudart_static");
+            for lib in ["dl", "rt", "pthread"] {
+                println!("cargo:rustc-link-lib=dylib={lib}");
+            }
+        }
+
+        let images: Vec<UnitImage<'_>> = units
+            .iter()
+            .zip(&fatbins)
+            .map(|(unit, fatbin)| UnitImage {
+                unit_name: &unit.name,
+                fatbin: fatbin.as_deref(),
+                kernels: &unit.kernels,
+            })
+            .collect();
+        let label = self
+            .manifest
+            .file_name()
+            .map_or_else(|| "manifest".into(), |n| n.to_string_lossy().into_owned());
+        let rust = emit_rust::generate(&label, &images).map_err(|e| BuildError::Generate(e.to_string()))?;
+        let rust_file = work.join("kernels.rs");
+        write_if_changed(&rust_file, rust.as_bytes()).map_err(|e| io("writing kernels.rs", e))?;
+
+        let summary = BuildSummary {
+            kernels: kernels.len(),
+            units: units.len(),
+            stats,
+            seconds: started.elapsed().as_secs_f64(),
+            with_kernels,
+            rust_file,
+        };
+        println!("cargo:warning=cutlass-aot: {summary}");
+        Ok(summary)
+    }
+}
+
+fn parse_archs(list: &str) -> Result<Vec<u32>, BuildError> {
+    let archs: Result<Vec<u32>, _> = list.split(',').map(|s| s.trim().parse::<u32>()).collect();
+    match archs {
+        Ok(a) if !a.is_empty() && a.iter().all(|&x| x >= 80) => Ok(a),
+        _ => Err(BuildError::Io(format!(
+            "{ARCHS_VAR}={list:?} is not a comma-separated list of SASS targets of sm_80 or newer (e.g. \"80,90\")"
+        ))),
+    }
+}
+
+/// nvcc with the host-compiler flags the `cc` crate picks for this target (PIC, -m64, ...).
+fn host_command(toolchain: &toolchain::Toolchain) -> Result<Vec<String>, BuildError> {
+    // cc finds nvcc through the NVCC variable (`.compiler()` would not apply to CUDA).
+    std::env::set_var("NVCC", &toolchain.nvcc);
+    let tool = cc::Build::new()
+        .cuda(true)
+        .cpp(true)
+        .debug(false)
+        .warnings(false)
+        .extra_warnings(false)
+        .cargo_metadata(false)
+        .try_get_compiler()
+        .map_err(|e| BuildError::Io(format!("cannot configure nvcc through the cc crate: {e}")))?;
+    let command = tool.to_command();
+    let mut parts = vec![command.get_program().to_string_lossy().into_owned()];
+    parts.extend(command.get_args().map(|a| a.to_string_lossy().into_owned()));
+    Ok(parts)
+}
+
+/// Runs the builder from a build script: on error, prints the readable chain and exits non-zero
+/// instead of panicking with a backtrace.
+pub fn run_build_script(builder: &Builder) -> BuildSummary {
+    match builder.compile() {
+        Ok(summary) => summary,
+        Err(error) => {
+            eprintln!("error: cutlass-aot build failed\n\n{error}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! Runs nvcc over the generated units: a fatbin (device pass) and a host object (host pass) each,
+//! in parallel under cargo's jobserver, cached by content hash in the per-user cache.
+//!
+//! The cache key of an output is the SHA-256 of everything that determines it: the unit's source,
+//! every glue header, the toolchain versions and the full nvcc argument list. So `cargo clean`, a
+//! second profile or a second crate with the same kernels reuse the objects, and a no-change
+//! rebuild runs no nvcc at all.
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+use crate::emit_cpp::Unit;
+
+/// Which output of a unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// Device code of every listed architecture, as one fatbin.
+    Device,
+    /// Host object holding the `prepare` functions.
+    Host,
+}
+
+impl Pass {
+    fn extension(self) -> &'static str {
+        match self {
+            Pass::Device => "fatbin",
+            Pass::Host => "o",
+        }
+    }
+}
+
+/// How to invoke nvcc, shared by every unit.
+#[derive(Clone, Debug)]
+pub struct NvccSetup {
+    /// nvcc plus the host-compiler flags the `cc` crate chose for this target (PIC, -m64, ...),
+    /// used for the host pass.
+    pub host_command: Vec<String>,
+    /// nvcc alone, for the device pass.
+    pub nvcc: PathBuf,
+    /// `-I` directories: the glue headers first, then CUTLASS and CUDA.
+    pub include_dirs: Vec<PathBuf>,
+    /// SASS targets, e.g. `[80, 90]`: every kernel is compiled for each.
+    pub sass_archs: Vec<u32>,
+    /// Text that identifies the toolchain (nvcc and CUTLASS versions), part of every cache key.
+    pub toolchain_id: String,
+    /// Concatenated contents of the glue headers, part of every cache key.
+    pub glue_fingerprint: Vec<u8>,
+}
+
+/// The compiled outputs of one unit.
+#[derive(Clone, Debug)]
+pub struct CompiledUnit {
+    pub name: String,
+    pub fatbin: PathBuf,
+    pub host_object: PathBuf,
+}
+
+/// What a compile run did, for the one-line build report.
+#[derive(Clone, Debug, Default)]
+pub struct CompileStats {
+    pub compiled: usize,
+    pub from_cache: usize,
+}
+
+/// nvcc failed, or the cache could not be written.
+#[derive(Debug)]
+pub struct CompileError {
+    pub unit: String,
+    pub message: String,
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "compiling unit `{}`: {}", self.unit, self.message)
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+const COMMON_FLAGS: &[&str] = &[
+    "-std=c++17",
+    "--expt-relaxed-constexpr",
+    // CUTLASS 3.x serialises wgmma without it; 2.x drops host-side asserts.
+    "-DNDEBUG",
+    "-O3",
+    "-w",
+];
+
+impl NvccSetup {
+    /// The full argument list (after the program) for `pass`, without input and output paths.
+    fn arguments(&self, pass: Pass) -> Vec<String> {
+        let mut args: Vec<String> = COMMON_FLAGS.iter().map(|s| s.to_string()).collect();
+        for dir in &self.include_dirs {
+            args.push(format!("-I{}", dir.display()));
+        }
+        match pass {
+            Pass::Device => {
+                args.push("-DCUTLASS_AOT_DEVICE_PASS".into());
+                args.push("-fatbin".into());
+                for arch in &self.sass_archs {
+                    // 2.x kernels are sm_80 code: compile the compute_80 virtual ISA to each SASS
+                    // target so that no PTX has to be JIT-compiled by the driver at run time.
+                    args.push("-gencode".into());
+                    args.push(format!("arch=compute_80,code=sm_{arch}"));
+                }
+            }
+            Pass::Host => {
+                args.push("-DCUTLASS_AOT_HOST_PASS".into());
+                args.push("-c".into());
+                // The unit is empty in the device sub-pass; name one cheap target for it.
+                args.push("-gencode".into());
+                args.push("arch=compute_80,code=compute_80".into());
+            }
+        }
+        args.push("-x".into());
+        args.push("cu".into());
+        args
+    }
+
+    fn program(&self, pass: Pass) -> (PathBuf, Vec<String>) {
+        match pass {
+            Pass::Device => (self.nvcc.clone(), Vec::new()),
+            Pass::Host => {
+                let mut parts = self.host_command.clone();
+                let program = PathBuf::from(parts.remove(0));
+                (program, parts)
+            }
+        }
+    }
+
+    /// Content hash naming the output of `pass` for `unit_source`.
+    pub fn cache_key(&self, unit_source: &str, pass: Pass) -> String {
+        let (program, prefix) = self.program(pass);
+        let mut hasher = Sha256::new();
+        for part in [
+            b"cutlass-aot-cache-v1".as_slice(),
+            self.toolchain_id.as_bytes(),
+            &self.glue_fingerprint,
+            unit_source.as_bytes(),
+            program
+                .file_name()
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or_default(),
+        ] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+        for arg in prefix.iter().chain(self.arguments(pass).iter()) {
+            hasher.update((arg.len() as u64).to_le_bytes());
+            hasher.update(arg.as_bytes());
+        }
+        hex(&hasher.finalize())
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Limits how many nvcc processes run at once: cargo's jobserver when there is one (the build
+/// script already holds one implicit token), else the machine's parallelism.
+pub struct JobLimiter {
+    client: Option<jobserver::Client>,
+    threads: usize,
+}
+
+impl JobLimiter {
+    /// In a build script: cargo's jobserver (`-j`), falling back to the machine's parallelism.
+    pub fn from_env() -> Self {
+        // SAFETY: called once, early in the build script, before any file descriptors are opened
+        // that could be confused with the jobserver's.
+        let client = unsafe { jobserver::Client::from_env() };
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        JobLimiter { client, threads }
+    }
+
+    /// At most `threads` jobs at once, no jobserver (tests).
+    pub fn fixed(threads: usize) -> Self {
+        JobLimiter {
+            client: None,
+            threads: threads.max(1),
+        }
+    }
+}
+
+/// Compiles every unit (both passes), taking outputs from `cache_dir` where their key is present.
+/// Sources are written into `source_dir` first (rewritten only when changed).
+pub fn compile_units(
+    units: &[Unit],
+    setup: &NvccSetup,
+    source_dir: &Path,
+    cache_dir: &Path,
+    limiter: &JobLimiter,
+) -> Result<(Vec<CompiledUnit>, CompileStats), CompileError> {
+    let objects = cache_dir.join("objects");
+    fs::create_dir_all(&objects).map_err(|e| CompileError {
+        unit: "(all)".into(),
+        message: format!("cannot create cache directory {}: {e}", objects.display()),
+    })?;
+
+    struct Job {
+        unit: usize,
+        pass: Pass,
+        source: PathBuf,
+        output: PathBuf,
+    }
+    let mut jobs = Vec::new();
+    let mut compiled = Vec::new();
+    let mut stats = CompileStats::default();
+    for (index, unit) in units.iter().enumerate() {
+        let source = source_dir.join(format!("{}.cu", unit.name));
+        crate::fsutil::write_if_changed(&source, unit.source.as_bytes()).map_err(|e| CompileError {
+            unit: unit.name.clone(),
+            message: format!("cannot write {}: {e}", source.display()),
+        })?;
+        let mut outputs = [PathBuf::new(), PathBuf::new()];
+        for (slot, pass) in [Pass::Device, Pass::Host].into_iter().enumerate() {
+            let key = setup.cache_key(&unit.source, pass);
+            let output = objects.join(format!("{key}.{}", pass.extension()));
+            if output.is_file() {
+                stats.from_cache += 1;
+            } else {
+                jobs.push(Job {
+                    unit: index,
+                    pass,
+                    source: source.clone(),
+                    output: output.clone(),
+                });
+            }
+            outputs[slot] = output;
+        }
+        let [fatbin, host_object] = outputs;
+        compiled.push(CompiledUnit {
+            name: unit.name.clone(),
+            fatbin,
+            host_object,
+        });
+    }
+    stats.compiled = jobs.len();
+
+    // Longest first would be ideal; device passes dominate, so run them first.
+    jobs.sort_by_key(|job| job.pass == Pass::Host);
+    let next = AtomicUsize::new(0);
+    let first_error: Mutex<Option<CompileError>> = Mutex::new(None);
+    let workers = limiter.threads.min(jobs.len());
+    std::thread::scope(|scope| {
+        for worker in 0..workers {
+            let (jobs, next, first_error) = (&jobs, &next, &first_error);
+            scope.spawn(move || loop {
+                // Worker 0 runs on the build script's implicit token; the others need one each.
+                let token = match (&limiter.client, worker) {
+                    (Some(client), w) if w > 0 => match client.acquire() {
+                        Ok(token) => Some(token),
+                        Err(_) => return,
+                    },
+                    _ => None,
+                };
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                if index >= jobs.len() || first_error.lock().unwrap().is_some() {
+                    drop(token);
+                    return;
+                }
+                let job = &jobs[index];
+                let result = run_nvcc(setup, job.pass, &job.source, &job.output);
+                drop(token);
+                if let Err(message) = result {
+                    let mut slot = first_error.lock().unwrap();
+                    if slot.is_none() {
+                        *slot = Some(CompileError {
+                            unit: units[job.unit].name.clone(),
+                            message,
+                        });
+                    }
+                }
+            });
+        }
+    });
+    if let Some(error) = first_error.into_inner().unwrap() {
+        return Err(error);
+    }
+    Ok((compiled, stats))
+}
+
+/// Runs one nvcc pass into a temporary file, then renames it into the cache (atomic: a crashed or
+/// concurrent build never leaves a half-written object under a valid key).
+fn run_nvcc(setup: &NvccSetup, pass: Pass, source: &Path, output: &Path) -> Result<(), String> {
+    let (program, prefix) = setup.program(pass);
+    let temp = output.with_extension(format!("{}.tmp{}", pass.extension(), std::process::id()));
+    let mut command = Command::new(&program);
+    command
+        .args(&prefix)
+        .args(setup.arguments(pass))
+        .arg(source)
+        .arg("-o")
+        .arg(&temp);
+    let started = Instant::now();
+    let result = command
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+    if !result.status.success() {
+        let _ = fs::remove_file(&temp);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        let stdout = String::from_utf8_lossy(&result.stdout);
+        return Err(format!(
+            "nvcc ({:?} pass) failed with {}.\ncommand: {:?}\n{}",
+            pass,
+            result.status,
+            command,
+            tail_lines(&format!("{stdout}{stderr}"), 60)
+        ));
+    }
+    fs::rename(&temp, output).map_err(|e| format!("cannot move {} into the cache: {e}", temp.display()))?;
+    // Not a cargo directive: visible with `cargo build -vv` and in the build script's output file.
+    println!(
+        "cutlass-aot: compiled {} ({:?} pass) in {:.1}s",
+        source.file_name().unwrap_or_default().to_string_lossy(),
+        pass,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    let mut out = String::new();
+    if start > 0 {
+        out.push_str(&format!("... ({start} earlier lines omitted)\n"));
+    }
+    out.push_str(&lines[start..].join("\n"));
+    out
+}

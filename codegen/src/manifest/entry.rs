@@ -1,0 +1,173 @@
+//! One `operations` entry read into typed families, every bad or missing value reported.
+
+use super::naming::Template;
+use super::report::Report;
+use super::schema::RawOperation;
+use super::values::{describe, family, integer, shape_family, spelled_family, BadValue};
+use crate::model::{DType, Epilogue, Layout, MathOp, OpClass, Shape3, Swizzle};
+use serde_yaml::Value;
+
+/// An entry whose every field is a non-empty list of values; `None` means "not given, use the
+/// default" (defaults depend on other fields, so they are filled per kernel in `expand.rs`).
+pub struct Entry {
+    /// False if any field of the entry had a problem (then a bad optional field was left to its
+    /// default, so that the rest of the entry can still be checked).
+    pub clean: bool,
+    pub name: Option<Template>,
+    pub arch: Vec<u32>,
+    pub opclass: Option<Vec<OpClass>>,
+    pub a: Vec<DType>,
+    pub b: Option<Vec<DType>>,
+    pub c: Option<Vec<DType>>,
+    pub accumulator: Option<Vec<DType>>,
+    pub epilogue_compute: Option<Vec<DType>>,
+    pub layout_a: Vec<Layout>,
+    pub layout_b: Vec<Layout>,
+    pub layout_c: Option<Vec<Layout>>,
+    pub alignment: Option<Vec<u32>>,
+    pub alignment_c: Option<Vec<u32>>,
+    pub tile: Vec<Shape3>,
+    pub warps: Vec<Shape3>,
+    pub instruction: Option<Vec<Shape3>>,
+    pub stages: Option<Vec<u32>>,
+    pub math: Option<Vec<MathOp>>,
+    pub swizzle: Option<Vec<Swizzle>>,
+    pub epilogue: Option<Vec<Epilogue>>,
+}
+
+/// Reads entry `index`, reporting every problem; `None` when a required field is missing or
+/// unreadable, so that no kernel can be built from it.
+pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Entry> {
+    let mut r = Reader {
+        report,
+        index,
+        clean: true,
+    };
+    r.kind(&raw.kind);
+    let name = r.name(&raw.name);
+    let dtype = |v: &Value| spelled_family(v, DType::from_manifest_name, &DType::allowed());
+    let layout = |v: &Value| spelled_family(v, Layout::from_manifest_name, &Layout::allowed());
+    let integers = |v: &Value| family(v, integer);
+    let dtype_help = format!("the element type of A, one of {}", DType::allowed());
+    let layout_help = format!("one of {}", Layout::allowed());
+    let tile_help = "the threadblock tile [M, N, K], e.g. [128, 128, 32]";
+    let warps_help = "the warp count [M, N, K], e.g. [2, 2, 1]";
+    let mut entry = Entry {
+        clean: true,
+        name,
+        arch: r.required("arch", &raw.arch, integers, "the compute capability; allowed: 80"),
+        opclass: r.optional("opclass", &raw.opclass, |v| {
+            spelled_family(v, OpClass::from_manifest_name, &OpClass::allowed())
+        }),
+        a: r.required("a", &raw.a, dtype, &dtype_help),
+        b: r.optional("b", &raw.b, dtype),
+        c: r.optional("c", &raw.c, dtype),
+        accumulator: r.optional("accumulator", &raw.accumulator, dtype),
+        epilogue_compute: r.optional("epilogue_compute", &raw.epilogue_compute, dtype),
+        layout_a: r.required("layout_a", &raw.layout_a, layout, &layout_help),
+        layout_b: r.required("layout_b", &raw.layout_b, layout, &layout_help),
+        layout_c: r.optional("layout_c", &raw.layout_c, layout),
+        alignment: r.optional("alignment", &raw.alignment, integers),
+        alignment_c: r.optional("alignment_c", &raw.alignment_c, integers),
+        tile: r.required("tile", &raw.tile, shape_family, tile_help),
+        warps: r.required("warps", &raw.warps, shape_family, warps_help),
+        instruction: r.optional("instruction", &raw.instruction, shape_family),
+        stages: r.optional("stages", &raw.stages, integers),
+        math: r.optional("math", &raw.math, |v| {
+            spelled_family(v, MathOp::from_manifest_name, &MathOp::allowed())
+        }),
+        swizzle: r.optional("swizzle", &raw.swizzle, |v| {
+            spelled_family(v, Swizzle::from_manifest_name, &Swizzle::allowed())
+        }),
+        epilogue: r.optional("epilogue", &raw.epilogue, |v| {
+            spelled_family(v, Epilogue::from_manifest_name, &Epilogue::allowed())
+        }),
+    };
+    entry.clean = r.clean;
+    let required = [
+        entry.arch.len(),
+        entry.a.len(),
+        entry.layout_a.len(),
+        entry.layout_b.len(),
+    ];
+    let complete = !required.contains(&0) && !entry.tile.is_empty() && !entry.warps.is_empty();
+    complete.then_some(entry)
+}
+
+struct Reader<'r, 't> {
+    report: &'r mut Report<'t>,
+    index: usize,
+    /// Cleared by the first problem.
+    clean: bool,
+}
+
+impl Reader<'_, '_> {
+    fn problem(&mut self, key: &str, list_index: Option<usize>, message: String) {
+        self.clean = false;
+        self.report.at(self.index, Some(key), list_index, message);
+    }
+
+    fn optional<T>(
+        &mut self,
+        key: &str,
+        value: &Option<Value>,
+        read: impl Fn(&Value) -> Result<Vec<T>, Vec<BadValue>>,
+    ) -> Option<Vec<T>> {
+        match read(value.as_ref()?) {
+            Ok(values) => Some(values),
+            Err(bad) => {
+                for BadValue { index, message } in bad {
+                    self.problem(key, index, message);
+                }
+                None
+            }
+        }
+    }
+
+    fn required<T>(
+        &mut self,
+        key: &str,
+        value: &Option<Value>,
+        read: impl Fn(&Value) -> Result<Vec<T>, Vec<BadValue>>,
+        what: &str,
+    ) -> Vec<T> {
+        if value.is_none() {
+            self.problem(key, None, format!("missing; `{key}` is required: {what}"));
+        }
+        self.optional(key, value, read).unwrap_or_default()
+    }
+
+    fn kind(&mut self, value: &Option<Value>) {
+        let allowed = "allowed: gemm (version 1 has only GEMM kernels)";
+        match value {
+            None => self.problem("kind", None, format!("missing; `kind` is required, {allowed}")),
+            Some(Value::String(s)) if s == "gemm" => {}
+            Some(v) => self.problem(
+                "kind",
+                None,
+                format!("{} is not supported; {allowed}", describe(v)),
+            ),
+        }
+    }
+
+    fn name(&mut self, value: &Option<Value>) -> Option<Template> {
+        match value.as_ref()? {
+            Value::String(s) => match Template::parse(s) {
+                Ok(template) => Some(template),
+                Err(messages) => {
+                    messages.into_iter().for_each(|m| self.problem("name", None, m));
+                    None
+                }
+            },
+            v => {
+                let message = format!(
+                    "{} is not a string; `name` is one template for every kernel of the entry, \
+                     with placeholders such as {{layout}} or {{tile}} to tell a family's kernels apart",
+                    describe(v)
+                );
+                self.problem("name", None, message);
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Expands an entry into kernels: the cross product of its family lists, then defaults per kernel.
+
+use super::entry::Entry;
+use crate::model::{DType, Epilogue, GemmKernel, Layout, MathOp, OpClass, Shape3, Swizzle};
+
+/// More kernels than this from one entry is surely a mistake (each one is compiled by nvcc).
+pub const MAX_KERNELS_PER_ENTRY: usize = 4096;
+
+/// How many kernels `entry` expands to.
+pub fn count(e: &Entry) -> usize {
+    lengths(e).iter().fold(1usize, |n, &len| n.saturating_mul(len))
+}
+
+/// The length of every field's list in field order (1 for a field left to its default).
+fn lengths(e: &Entry) -> [usize; 19] {
+    fn len<T>(v: &Option<Vec<T>>) -> usize {
+        v.as_ref().map_or(1, Vec::len)
+    }
+    [
+        e.arch.len(),
+        len(&e.opclass),
+        e.a.len(),
+        len(&e.b),
+        len(&e.c),
+        len(&e.accumulator),
+        len(&e.epilogue_compute),
+        e.layout_a.len(),
+        e.layout_b.len(),
+        len(&e.layout_c),
+        len(&e.alignment),
+        len(&e.alignment_c),
+        e.tile.len(),
+        e.warps.len(),
+        len(&e.instruction),
+        len(&e.stages),
+        len(&e.math),
+        len(&e.swizzle),
+        len(&e.epilogue),
+    ]
+}
+
+/// Every kernel of `entry`, first field varying slowest (CUTLASS's generator nests its loops the
+/// same way). `name` and `rust_name` are filled in; `origin` is `origin`.
+pub fn expand(e: &Entry, origin: &str) -> Vec<GemmKernel> {
+    let lengths = lengths(e);
+    (0..count(e))
+        .map(|n| {
+            // Mixed-radix digits of n, last field fastest.
+            let mut i = [0usize; 19];
+            let mut rest = n;
+            for (digit, len) in i.iter_mut().zip(lengths).rev() {
+                *digit = rest % len;
+                rest /= len;
+            }
+            let kernel = resolve(
+                Choice {
+                    arch: e.arch[i[0]],
+                    opclass: pick(&e.opclass, i[1]),
+                    a: e.a[i[2]],
+                    b: pick(&e.b, i[3]),
+                    c: pick(&e.c, i[4]),
+                    accumulator: pick(&e.accumulator, i[5]),
+                    epilogue_compute: pick(&e.epilogue_compute, i[6]),
+                    layout_a: e.layout_a[i[7]],
+                    layout_b: e.layout_b[i[8]],
+                    layout_c: pick(&e.layout_c, i[9]),
+                    alignment: pick(&e.alignment, i[10]),
+                    alignment_c: pick(&e.alignment_c, i[11]),
+                    tile: e.tile[i[12]],
+                    warps: e.warps[i[13]],
+                    instruction: pick(&e.instruction, i[14]),
+                    stages: pick(&e.stages, i[15]),
+                    math: pick(&e.math, i[16]),
+                    swizzle: pick(&e.swizzle, i[17]),
+                    epilogue: pick(&e.epilogue, i[18]),
+                },
+                origin,
+            );
+            let rust_name = match &e.name {
+                Some(template) => template.render(&kernel),
+                None => kernel.name.clone(),
+            };
+            GemmKernel { rust_name, ..kernel }
+        })
+        .collect()
+}
+
+fn pick<T: Copy>(values: &Option<Vec<T>>, i: usize) -> Option<T> {
+    values.as_ref().map(|v| v[i])
+}
+
+/// One combination of values; `None` = not given.
+struct Choice {
+    arch: u32,
+    opclass: Option<OpClass>,
+    a: DType,
+    b: Option<DType>,
+    c: Option<DType>,
+    accumulator: Option<DType>,
+    epilogue_compute: Option<DType>,
+    layout_a: Layout,
+    layout_b: Layout,
+    layout_c: Option<Layout>,
+    alignment: Option<u32>,
+    alignment_c: Option<u32>,
+    tile: Shape3,
+    warps: Shape3,
+    instruction: Option<Shape3>,
+    stages: Option<u32>,
+    math: Option<MathOp>,
+    swizzle: Option<Swizzle>,
+    epilogue: Option<Epilogue>,
+}
+
+/// Fills the defaults of the manifest format (documented in `mod.rs`).
+fn resolve(c: Choice, origin: &str) -> GemmKernel {
+    let opclass = c.opclass.unwrap_or(OpClass::TensorOp);
+    let tensorop = opclass == OpClass::TensorOp;
+    let accumulator = c
+        .accumulator
+        .unwrap_or(if c.a == DType::F64 { DType::F64 } else { DType::F32 });
+    let alignment = c.alignment.unwrap_or(if tensorop {
+        crate::model::max_ab_alignment(OpClass::TensorOp, c.a)
+    } else {
+        1
+    });
+    let instruction = c.instruction.unwrap_or(match (opclass, c.a) {
+        (OpClass::Simt, _) => Shape3::new(1, 1, 1),
+        (OpClass::TensorOp, DType::F16 | DType::Bf16) => Shape3::new(16, 8, 16),
+        (OpClass::TensorOp, DType::F32) => Shape3::new(16, 8, 8),
+        (OpClass::TensorOp, DType::F64) => Shape3::new(8, 8, 4),
+    });
+    let mut kernel = GemmKernel {
+        name: String::new(),
+        rust_name: String::new(),
+        arch: c.arch,
+        opclass,
+        element_a: c.a,
+        element_b: c.b.unwrap_or(c.a),
+        element_c: c.c.unwrap_or(c.a),
+        element_accumulator: accumulator,
+        element_epilogue: c.epilogue_compute.unwrap_or(accumulator),
+        layout_a: c.layout_a,
+        layout_b: c.layout_b,
+        layout_c: c.layout_c.unwrap_or(Layout::Row),
+        alignment_a: alignment,
+        alignment_b: alignment,
+        alignment_c: 0, // set below: its default depends on the rest of the kernel
+        tile: c.tile,
+        warps: c.warps,
+        instruction,
+        stages: c.stages.unwrap_or(if tensorop { 3 } else { 4 }),
+        math: c.math.unwrap_or(MathOp::MultiplyAdd),
+        swizzle: c.swizzle.unwrap_or(Swizzle::Identity8),
+        epilogue: c.epilogue.unwrap_or(Epilogue::LinearCombination),
+        origin: origin.to_string(),
+    };
+    kernel.alignment_c = c.alignment_c.unwrap_or_else(|| kernel.default_alignment_c());
+    kernel.name = kernel.library_name();
+    kernel
+}

@@ -1,0 +1,143 @@
+//! Reads and validates `kernel_manifest.yaml`, the list of CUTLASS 2.x GEMM kernels to build.
+//!
+//! ```yaml
+//! version: 1                 # required, must be 1
+//! operations:                # required, non-empty
+//!   - kind: gemm             # required; only gemm
+//!     name: hgemm_{layout}   # optional Rust name template (see below)
+//!     arch: 80               # required; only 80
+//!     opclass: tensorop      # tensorop | simt; default tensorop
+//!     a: f16                 # required; f16 | bf16 | f32 | f64
+//!     b: f16                 # default a
+//!     c: f16                 # default a
+//!     accumulator: f32       # default f64 when a is f64, else f32
+//!     epilogue_compute: f32  # default accumulator
+//!     layout_a: row          # required; row | column
+//!     layout_b: column       # required
+//!     layout_c: row          # default row
+//!     alignment: 8           # A/B, elements; default 128 bits / element bits (tensorop), 1 (simt)
+//!     alignment_c: 8         # default min(alignment, 128 bits / bits of c)
+//!     tile: [128, 128, 32]   # required
+//!     warps: [2, 2, 1]       # required
+//!     instruction: [16, 8, 16]  # default f16/bf16 16x8x16, f32 16x8x8, f64 8x8x4, simt 1x1x1
+//!     stages: 3              # default 3 (tensorop), 4 (simt)
+//!     math: multiply_add     # default
+//!     swizzle: identity8     # identity1 | identity2 | identity4 | identity8 | batched
+//!     epilogue: linear_combination  # default
+//! ```
+//!
+//! Any field but `kind` and `name` may be a list (a *family*); the entry then expands to the cross
+//! product of its lists, the first field above varying slowest. Shapes in a family are lists of
+//! lists. `name` placeholders are listed in `naming.rs`; without `name`, a kernel's Rust name is its
+//! CUTLASS library name.
+//!
+//! Reading goes: serde (`schema.rs`, key structure only) → typed families (`entry.rs`, `values.rs`)
+//! → kernels (`expand.rs`) → rules (`validate.rs`, `duplicates.rs`, `naming.rs`). Every problem is
+//! collected with its line (`source_map.rs`, `report.rs`) and all are returned together.
+
+mod duplicates;
+mod entry;
+mod error;
+mod expand;
+mod naming;
+mod report;
+mod schema;
+mod source_map;
+mod validate;
+mod values;
+
+pub use error::{ManifestError, Problem};
+
+use crate::model::GemmKernel;
+use report::Report;
+use std::path::Path;
+
+/// Reads and validates the manifest at `path`; problems are labelled with `path` as written.
+pub fn load(path: &Path) -> Result<Vec<GemmKernel>, ManifestError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| ManifestError {
+        problems: vec![Problem {
+            file: file.clone(),
+            line: None,
+            field: String::new(),
+            message: format!("cannot read the manifest: {err}"),
+        }],
+    })?;
+    parse(&text, &file)
+}
+
+/// Validates manifest `text`, labelling problems with `file_label`, and returns its kernels in
+/// manifest order (families expanded).
+pub fn parse(text: &str, file_label: &str) -> Result<Vec<GemmKernel>, ManifestError> {
+    // YAML syntax errors and structural ones (unknown keys, a list where a mapping belongs) stop
+    // here: nothing after them could be trusted. Parsing as a plain value first tells the two apart.
+    let fail = |err: serde_yaml::Error, prefix: &str| {
+        let mut problem = Problem::from_yaml(file_label, &err);
+        problem.message.insert_str(0, prefix);
+        ManifestError {
+            problems: vec![problem],
+        }
+    };
+    serde_yaml::from_str::<serde_yaml::Value>(text).map_err(|err| fail(err, "invalid YAML: "))?;
+    let raw: schema::RawManifest = serde_yaml::from_str(text).map_err(|err| fail(err, ""))?;
+    let mut report = Report::new(file_label, text);
+
+    match &raw.version {
+        None => report.top(
+            "version",
+            "missing; add `version: 1` (the only version)".to_string(),
+        ),
+        Some(v) if v.as_u64() == Some(1) => {}
+        Some(v) => report.top(
+            "version",
+            format!("{} is not supported; allowed: 1", values::describe(v)),
+        ),
+    }
+    let operations = raw.operations.unwrap_or_default();
+    if operations.is_empty() {
+        let message = "missing or empty; give a list of at least one kernel entry (`- kind: gemm ...`)";
+        report.top("operations", message.to_string());
+    }
+
+    let mut kernels = Vec::new(); // (entry index, kernel), sound ones only
+    for (index, raw_entry) in operations.iter().enumerate() {
+        let Some(entry) = entry::read(raw_entry, index, &mut report) else {
+            continue;
+        };
+        let count = expand::count(&entry);
+        if count > expand::MAX_KERNELS_PER_ENTRY {
+            let limit = expand::MAX_KERNELS_PER_ENTRY;
+            let message = format!(
+                "expands to {count} kernels; at most {limit} per entry are allowed: shorten its lists or split it"
+            );
+            report.at(index, None, None, message);
+            continue;
+        }
+        for kernel in expand::expand(&entry, &report.origin(index)) {
+            let findings = validate::check(&kernel);
+            let valid = findings.is_empty();
+            for (key, message) in findings {
+                report.at(index, Some(key), None, message);
+            }
+            if entry.name.is_some() {
+                if let Err(message) = naming::check_identifier(&kernel.rust_name) {
+                    report.at(index, Some("name"), None, message);
+                }
+            }
+            // Collisions are only looked for among sound kernels: a bad value replaced by its
+            // default, or a kernel that breaks a rule, would only add noise.
+            if entry.clean && valid {
+                kernels.push((index, kernel));
+            }
+        }
+    }
+    for dup in duplicates::find(&kernels) {
+        report.at(dup.entry, dup.key, None, dup.message);
+    }
+
+    if report.is_empty() {
+        Ok(kernels.into_iter().map(|(_, kernel)| kernel).collect())
+    } else {
+        Err(report.into_error())
+    }
+}

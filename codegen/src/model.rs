@@ -1,0 +1,115 @@
+//! The resolved kernel model: what one manifest entry expands into after validation.
+//!
+//! Everything downstream (C++ emission, Rust emission) reads these types only, never the raw YAML.
+
+pub use cutlass_aot_model::*;
+
+/// One CUTLASS 2.x universal GEMM kernel, fully resolved (no defaults left to fill in).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GemmKernel {
+    /// The name in CUTLASS's library naming; also the C symbol stem.
+    pub name: String,
+    /// Rust identifier of the typed function (the manifest's `name`, or derived from `name`).
+    pub rust_name: String,
+    /// Minimum compute capability, as `major * 10 + minor` (80 for sm_80).
+    pub arch: u32,
+    pub opclass: OpClass,
+    pub element_a: DType,
+    pub element_b: DType,
+    pub element_c: DType,
+    pub element_accumulator: DType,
+    pub element_epilogue: DType,
+    pub layout_a: Layout,
+    pub layout_b: Layout,
+    pub layout_c: Layout,
+    pub alignment_a: u32,
+    pub alignment_b: u32,
+    pub alignment_c: u32,
+    pub tile: Shape3,
+    pub warps: Shape3,
+    pub instruction: Shape3,
+    pub stages: u32,
+    pub math: MathOp,
+    pub swizzle: Swizzle,
+    pub epilogue: Epilogue,
+    /// Where the entry came from, for messages: `file:line`.
+    pub origin: String,
+}
+
+impl GemmKernel {
+    /// Warp tile = threadblock tile / warp count.
+    pub fn warp_tile(&self) -> Shape3 {
+        Shape3::new(
+            self.tile.m / self.warps.m,
+            self.tile.n / self.warps.n,
+            self.tile.k / self.warps.k,
+        )
+    }
+
+    pub fn threads(&self) -> u32 {
+        32 * self.warps.m * self.warps.n * self.warps.k
+    }
+
+    /// The name CUTLASS's library generator (`cutlass_library`) gives the same kernel, so a kernel can
+    /// be cross-checked with CUTLASS's profiler: `cutlass_{opclass}_{extended}_{tile}_{layout}_align{a}`.
+    ///
+    /// Two additions keep names unique where CUTLASS's generator would never emit both kernels: a
+    /// row-major C appends its letter to the layout (`tn` → `tnt`, as CUTLASS 3.x names do), and a
+    /// non-default swizzle, epilogue compute type or C alignment is appended as a suffix.
+    pub fn library_name(&self) -> String {
+        let acc = self.element_accumulator;
+        let core = match self.opclass {
+            OpClass::TensorOp => {
+                // f32 operands on tensor cores run through TF32 instructions: CUTLASS names the
+                // intermediate type.
+                let intermediate = if self.element_a == DType::F32 { "tf32" } else { "" };
+                format!(
+                    "{}{}{}{}{}gemm",
+                    acc.short_library_name(),
+                    self.instruction.m,
+                    self.instruction.n,
+                    self.instruction.k,
+                    intermediate
+                )
+            }
+            OpClass::Simt => format!("{}gemm", acc.short_library_name()),
+        };
+        let mut extended = core;
+        if self.element_c != acc {
+            extended = format!("{}_{}", self.element_c.library_name(), extended);
+        }
+        if self.element_a != acc {
+            extended = format!("{}_{}", extended, self.element_a.library_name());
+        }
+        let mut layout = format!("{}{}", self.layout_a.letter(), self.layout_b.letter());
+        if self.layout_c == Layout::Row {
+            layout.push(self.layout_c.letter());
+        }
+        let mut name = format!(
+            "cutlass_{}_{}_{}x{}_{}x{}_{}_align{}",
+            self.opclass.manifest_name(),
+            extended,
+            self.tile.m,
+            self.tile.n,
+            self.tile.k,
+            self.stages,
+            layout,
+            self.alignment_a
+        );
+        if self.alignment_c != self.default_alignment_c() {
+            name.push_str(&format!("_c{}", self.alignment_c));
+        }
+        if self.element_epilogue != acc {
+            name.push_str(&format!("_epi{}", self.element_epilogue.library_name()));
+        }
+        if self.swizzle != Swizzle::Identity8 {
+            name.push_str(&format!("_{}", self.swizzle.manifest_name()));
+        }
+        name
+    }
+
+    /// C alignment a kernel gets when the manifest does not name one.
+    pub fn default_alignment_c(&self) -> u32 {
+        self.alignment_a.min(self.element_c.max_alignment())
+    }
+}

@@ -1,0 +1,126 @@
+//! Golden tests of the emitted C++ and Rust: a change to generated code shows up as a diff of a
+//! committed file. Rewrite them with `CUTLASS_AOT_BLESS=1 cargo test -p cutlass-aot-build --test emit`.
+
+use std::path::{Path, PathBuf};
+
+use cutlass_aot_build::emit_cpp;
+use cutlass_aot_build::emit_rust::{self, UnitImage};
+use cutlass_aot_build::manifest;
+
+const MANIFEST: &str = "\
+version: 1
+operations:
+  - kind: gemm
+    name: hgemm_{layout}
+    arch: 80
+    a: f16
+    layout_a: [row, column]
+    layout_b: column
+    layout_c: column
+    tile: [128, 128, 32]
+    warps: [2, 2, 1]
+    stages: 3
+  - kind: gemm
+    arch: 80
+    opclass: simt
+    a: f64
+    layout_a: row
+    layout_b: row
+    tile: [64, 64, 8]
+    warps: [2, 2, 1]
+    stages: 2
+    swizzle: identity4
+";
+
+fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
+}
+
+fn check_golden(name: &str, actual: &str) {
+    let path = golden(name);
+    if std::env::var_os("CUTLASS_AOT_BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "missing golden file {} ({e}); run with CUTLASS_AOT_BLESS=1",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let first = expected.lines().zip(actual.lines()).position(|(e, a)| e != a);
+        panic!(
+            "{name} differs from the golden file (first differing line: {:?}); \
+             inspect and rerun with CUTLASS_AOT_BLESS=1 if the change is intended",
+            first.map(|i| i + 1)
+        );
+    }
+}
+
+fn units() -> Vec<emit_cpp::Unit> {
+    let kernels = manifest::parse(MANIFEST, "golden.yaml").expect("golden manifest is valid");
+    emit_cpp::plan_units(&kernels, 4)
+}
+
+#[test]
+fn units_group_kernels_by_family() {
+    let units = units();
+    let names: Vec<_> = units.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["tensorop_f16_f32_0", "simt_f64_f64_0"]);
+    assert_eq!(units[0].kernels.len(), 2);
+    // Families are split at the per-unit limit, in manifest order.
+    let kernels = manifest::parse(MANIFEST, "golden.yaml").unwrap();
+    let split = emit_cpp::plan_units(&kernels, 1);
+    let names: Vec<_> = split.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["tensorop_f16_f32_0", "tensorop_f16_f32_1", "simt_f64_f64_0"]
+    );
+}
+
+#[test]
+fn emitted_cpp_matches_golden() {
+    for unit in units() {
+        check_golden(&format!("{}.cu", unit.name), &unit.source);
+    }
+}
+
+#[test]
+fn emitted_rust_matches_golden() {
+    let units = units();
+    let fatbin = PathBuf::from("/out/cutlass_aot/unit.fatbin");
+    let images: Vec<_> = units
+        .iter()
+        .map(|u| UnitImage {
+            unit_name: &u.name,
+            fatbin: Some(&fatbin),
+            kernels: &u.kernels,
+        })
+        .collect();
+    check_golden(
+        "kernels.rs",
+        &emit_rust::generate("golden.yaml", &images).unwrap(),
+    );
+    // Without nvcc: same API, no device code and no references to host symbols.
+    let images: Vec<_> = units
+        .iter()
+        .map(|u| UnitImage {
+            unit_name: &u.name,
+            fatbin: None,
+            kernels: &u.kernels,
+        })
+        .collect();
+    let stub = emit_rust::generate("golden.yaml", &images).unwrap();
+    assert!(
+        !stub.contains("extern \"C\""),
+        "stub build must not reference host symbols"
+    );
+    assert!(
+        !stub.contains("include_bytes"),
+        "stub build must not embed images"
+    );
+    check_golden("kernels_without_nvcc.rs", &stub);
+}

@@ -1,0 +1,229 @@
+//! The vocabulary of cutlass-aot kernels, shared by the build-time generator and the run-time
+//! registry so that both spell every value the same way.
+//!
+//! Each enum knows its manifest spelling, its CUTLASS C++ spelling and its name in CUTLASS's library
+//! naming, so the three can never drift apart. No dependencies: this crate ends up in user binaries.
+#![no_std]
+
+extern crate alloc;
+
+use core::fmt;
+
+/// Declares a closed set of manifest values with their spellings in one place.
+macro_rules! spelled_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $spelling:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name { $($(#[$vm])* $variant),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The spelling used in `kernel_manifest.yaml`.
+            pub fn manifest_name(self) -> &'static str {
+                match self { $($name::$variant => $spelling),+ }
+            }
+
+            /// Parses the manifest spelling.
+            pub fn from_manifest_name(s: &str) -> Option<Self> {
+                match s { $($spelling => Some($name::$variant),)+ _ => None }
+            }
+
+            /// The allowed spellings, for error messages.
+            pub fn allowed() -> alloc::string::String {
+                Self::ALL.iter().map(|v| v.manifest_name()).collect::<alloc::vec::Vec<_>>().join(", ")
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.manifest_name())
+            }
+        }
+    };
+}
+
+spelled_enum! {
+    /// Element (storage) type of an operand, or an accumulator / compute type.
+    DType {
+        F16 = "f16",
+        Bf16 = "bf16",
+        F32 = "f32",
+        F64 = "f64",
+    }
+}
+
+impl DType {
+    pub fn bits(self) -> u32 {
+        match self {
+            DType::F16 | DType::Bf16 => 16,
+            DType::F32 => 32,
+            DType::F64 => 64,
+        }
+    }
+
+    /// CUTLASS C++ type.
+    pub fn cutlass_type(self) -> &'static str {
+        match self {
+            DType::F16 => "cutlass::half_t",
+            DType::Bf16 => "cutlass::bfloat16_t",
+            DType::F32 => "float",
+            DType::F64 => "double",
+        }
+    }
+
+    /// Name in CUTLASS's library naming (`DataTypeNames`).
+    pub fn library_name(self) -> &'static str {
+        self.manifest_name()
+    }
+
+    /// One-letter accumulator prefix in CUTLASS's library naming (`ShortDataTypeNames`).
+    pub fn short_library_name(self) -> &'static str {
+        match self {
+            DType::F16 => "h",
+            DType::Bf16 => "bf16",
+            DType::F32 => "s",
+            DType::F64 => "d",
+        }
+    }
+
+    /// Largest alignment (in elements) a 128-bit access allows.
+    pub fn max_alignment(self) -> u32 {
+        128 / self.bits()
+    }
+}
+
+spelled_enum! {
+    /// Memory layout of a matrix operand.
+    Layout {
+        /// Row-major (`t` in BLAS/CUTLASS naming).
+        Row = "row",
+        /// Column-major (`n` in BLAS/CUTLASS naming).
+        Column = "column",
+    }
+}
+
+impl Layout {
+    pub fn cutlass_type(self) -> &'static str {
+        match self {
+            Layout::Row => "cutlass::layout::RowMajor",
+            Layout::Column => "cutlass::layout::ColumnMajor",
+        }
+    }
+
+    /// `t` (row-major, "transposed") or `n` (column-major), as CUTLASS names kernels.
+    pub fn letter(self) -> char {
+        match self {
+            Layout::Row => 't',
+            Layout::Column => 'n',
+        }
+    }
+}
+
+spelled_enum! {
+    /// Which hardware unit does the math.
+    OpClass {
+        TensorOp = "tensorop",
+        Simt = "simt",
+    }
+}
+
+impl OpClass {
+    pub fn cutlass_type(self) -> &'static str {
+        match self {
+            OpClass::TensorOp => "cutlass::arch::OpClassTensorOp",
+            OpClass::Simt => "cutlass::arch::OpClassSimt",
+        }
+    }
+}
+
+spelled_enum! {
+    /// The math operator of the MMA instruction.
+    MathOp {
+        /// Plain multiply-add; f32 operands on tensor cores run as TF32.
+        MultiplyAdd = "multiply_add",
+    }
+}
+
+impl MathOp {
+    pub fn cutlass_type(self) -> &'static str {
+        match self {
+            MathOp::MultiplyAdd => "cutlass::arch::OpMultiplyAdd",
+        }
+    }
+}
+
+spelled_enum! {
+    /// Threadblock rasterisation.
+    Swizzle {
+        Identity1 = "identity1",
+        Identity2 = "identity2",
+        Identity4 = "identity4",
+        Identity8 = "identity8",
+        /// One grid z-slice per batch (CUTLASS's `GemmBatchedIdentityThreadblockSwizzle`).
+        Batched = "batched",
+    }
+}
+
+impl Swizzle {
+    pub fn cutlass_type(self) -> &'static str {
+        match self {
+            Swizzle::Identity1 => "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<1>",
+            Swizzle::Identity2 => "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<2>",
+            Swizzle::Identity4 => "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>",
+            Swizzle::Identity8 => "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>",
+            Swizzle::Batched => "cutlass::gemm::threadblock::GemmBatchedIdentityThreadblockSwizzle",
+        }
+    }
+}
+
+spelled_enum! {
+    /// The epilogue applied to the accumulators.
+    Epilogue {
+        /// `D = alpha * accumulator + beta * C`.
+        LinearCombination = "linear_combination",
+    }
+}
+
+impl Epilogue {
+    pub fn cutlass_template(self) -> &'static str {
+        match self {
+            Epilogue::LinearCombination => "cutlass::epilogue::thread::LinearCombination",
+        }
+    }
+}
+
+/// A three-component shape (M, N, K) — threadblock tile, warp count or instruction shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape3 {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+}
+
+impl Shape3 {
+    pub const fn new(m: u32, n: u32, k: u32) -> Self {
+        Shape3 { m, n, k }
+    }
+
+    pub fn as_array(self) -> [u32; 3] {
+        [self.m, self.n, self.k]
+    }
+}
+
+impl fmt::Display for Shape3 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}x{}", self.m, self.n, self.k)
+    }
+}
+
+/// Largest A/B alignment (in elements) CUTLASS 2.x mainloops accept for `element` on `opclass`:
+/// 128 bits, except f64 on tensor cores, whose 64-bit crosswise shared-memory layouts only take
+/// one-element accesses (CUTLASS's own f64 kernels all use alignment 1).
+pub fn max_ab_alignment(opclass: OpClass, element: DType) -> u32 {
+    match (opclass, element) {
+        (OpClass::TensorOp, DType::F64) => 1,
+        _ => element.max_alignment(),
+    }
+}
