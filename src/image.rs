@@ -1,0 +1,156 @@
+//! Embedded fatbin images, loaded lazily once per CUDA context (thread-safe).
+//!
+//! A loaded module keeps its context alive (cudarc modules hold an `Arc` of it), so the context
+//! address is a stable key for the life of the process.
+
+use std::ffi::CStr;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
+use cudarc::nvrtc::Ptx;
+
+use crate::error::Error;
+
+/// One compiled translation unit: the fatbin of several kernels.
+pub struct Image {
+    name: &'static str,
+    fatbin: Option<&'static [u8]>,
+    loaded: Mutex<Vec<LoadedImage>>,
+}
+
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Image")
+            .field("name", &self.name)
+            .field("bytes", &self.fatbin.map_or(0, |b| b.len()))
+            .finish()
+    }
+}
+
+struct LoadedImage {
+    context: usize,
+    module: Arc<CudaModule>,
+    functions: Vec<(&'static CStr, LoadedFunction)>,
+}
+
+/// A kernel function ready to launch in one context.
+#[derive(Clone, Debug)]
+pub(crate) struct LoadedFunction {
+    pub function: CudaFunction,
+    /// The kernel's parameter size as the driver reports it (`sizeof(Params)` on the device side).
+    pub param_bytes: usize,
+    /// Dynamic shared memory the function has been allowed so far.
+    pub shared_memory_limit: u32,
+}
+
+impl Image {
+    /// `fatbin` is `None` when the crate was built without nvcc.
+    pub const fn new(name: &'static str, fatbin: Option<&'static [u8]>) -> Self {
+        Image {
+            name,
+            fatbin,
+            loaded: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    pub fn has_code(&self) -> bool {
+        self.fatbin.is_some()
+    }
+
+    /// Size of the embedded fatbin in bytes.
+    pub fn size(&self) -> usize {
+        self.fatbin.map_or(0, <[u8]>::len)
+    }
+
+    /// The function `entry` in `ctx`, loading the image on first use, with at least
+    /// `shared_memory` bytes of dynamic shared memory allowed.
+    pub(crate) fn function(
+        &self,
+        ctx: &Arc<CudaContext>,
+        entry: &'static CStr,
+        kernel: &'static str,
+        shared_memory: u32,
+    ) -> Result<LoadedFunction, Error> {
+        let key = ctx.cu_ctx() as usize;
+        let mut loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let image_index = match loaded.iter().position(|l| l.context == key) {
+            Some(index) => index,
+            None => {
+                let bytes = self.fatbin.ok_or(Error::NotBuilt { kernel })?;
+                let module = ctx
+                    .load_module(Ptx::from_binary(bytes.to_vec()))
+                    .map_err(Error::driver(
+                        "loading the kernel image (is the GPU older than the image's SASS targets?)",
+                    ))?;
+                loaded.push(LoadedImage {
+                    context: key,
+                    module,
+                    functions: Vec::new(),
+                });
+                loaded.len() - 1
+            }
+        };
+        let image = &mut loaded[image_index];
+        let function_index = match image.functions.iter().position(|(name, _)| *name == entry) {
+            Some(index) => index,
+            None => {
+                let name = entry.to_str().expect("kernel names are ASCII");
+                let function = image
+                    .module
+                    .load_function(name)
+                    .map_err(Error::driver("looking up the kernel in its image"))?;
+                let param_bytes = param_size(&function, kernel)?;
+                image.functions.push((
+                    entry,
+                    LoadedFunction {
+                        function,
+                        param_bytes,
+                        shared_memory_limit: 48 * 1024,
+                    },
+                ));
+                image.functions.len() - 1
+            }
+        };
+        let slot = &mut image.functions[function_index].1;
+        if shared_memory > slot.shared_memory_limit {
+            // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+            slot.function
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_memory as i32,
+                )
+                .map_err(Error::driver("raising the kernel's dynamic shared memory limit"))?;
+            slot.shared_memory_limit = shared_memory;
+        }
+        Ok(slot.clone())
+    }
+}
+
+/// The kernel's single parameter (Params) size, from the driver; the kernels take exactly one.
+fn param_size(function: &CudaFunction, kernel: &'static str) -> Result<usize, Error> {
+    let (mut offset, mut size) = (0usize, 0usize);
+    // SAFETY: valid function handle; out-pointers to locals.
+    let status =
+        unsafe { cudarc::driver::sys::cuFuncGetParamInfo(function.cu_function(), 0, &mut offset, &mut size) };
+    status
+        .result()
+        .map_err(Error::driver("reading the kernel's parameter size"))?;
+    let mut extra = (0usize, 0usize);
+    let second = unsafe {
+        cudarc::driver::sys::cuFuncGetParamInfo(function.cu_function(), 1, &mut extra.0, &mut extra.1)
+    };
+    if second.result().is_ok() || offset != 0 {
+        return Err(Error::AbiMismatch {
+            kernel,
+            message: "the kernel entry does not take exactly one Params argument".into(),
+        });
+    }
+    Ok(size)
+}

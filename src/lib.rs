@@ -1,0 +1,54 @@
+//! CUTLASS kernels compiled ahead of time: no nvcc, no CUTLASS and no JIT at run time.
+//!
+//! `build.rs` turns `kernel_manifest.yaml` into fatbin images embedded in this crate and one typed
+//! module per kernel under [`kernels`]. At run time an image is loaded once per CUDA context, the
+//! kernel's Params are built on the host and the kernel is launched on the caller's stream:
+//!
+//! registry ([`Registry`], [`KernelInfo::supports`]) → check ([`gemm::launch`]) → Params
+//! ([`KernelInfo::prepare`]) → launch.
+//!
+//! ```no_run
+//! use cutlass_aot::{kernels, ColumnMajor, Gemm, MatrixMut, MatrixRef, RowMajor};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let ctx = cutlass_aot::device::context(0)?; // an error, not a panic, without a GPU
+//! let stream = ctx.default_stream();
+//! let (m, n, k) = (256, 256, 128);
+//! let a = stream.alloc_zeros::<half::f16>(m * k)?;
+//! let b = stream.alloc_zeros::<half::f16>(k * n)?;
+//! let mut d = stream.alloc_zeros::<half::f16>(m * n)?;
+//! let one = 1.0f32;
+//! kernels::gemm_f16_tn::run(
+//!     &stream,
+//!     Gemm::new(MatrixRef::new(&a, m, k), MatrixRef::new(&b, k, n), MatrixMut::new(&mut d, m, n), one, 0.0),
+//! )?;
+//! # Ok(()) }
+//! ```
+
+// Generated code names this crate `::cutlass_aot`, like a downstream crate's would.
+extern crate self as cutlass_aot;
+
+pub mod abi;
+pub mod device;
+mod error;
+pub mod gemm;
+mod image;
+mod matrix;
+mod registry;
+mod types;
+pub mod verify;
+
+pub use cudarc::driver::CudaStream;
+pub use cutlass_aot_model as model;
+pub use half;
+
+pub use error::Error;
+pub use gemm::{Gemm, GemmKernel, GemmOperands, Operand, Prepared};
+pub use image::Image;
+pub use matrix::{MatrixMut, MatrixRef, MatrixShape};
+pub use registry::{GemmProblem, KernelInfo, Registry, Unsupported};
+pub use types::{ColumnMajor, Element, LayoutTag, RowMajor, Scalar};
+
+/// The kernels of this crate's `kernel_manifest.yaml`: one module per kernel, plus `REGISTRY`.
+pub mod kernels {
+    include!(env!("CUTLASS_AOT_KERNELS_RS"));
+}

@@ -1,0 +1,128 @@
+//! Typed matrix views over cudarc device memory: shape, leading dimension and batch layout, checked
+//! against the buffer before anything is launched.
+
+use std::marker::PhantomData;
+
+use cudarc::driver::{DevicePtr, DevicePtrMut};
+
+use crate::model::Layout;
+use crate::types::{Element, LayoutTag};
+
+/// Geometry of a (possibly batched) matrix in a buffer, in elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixShape {
+    pub rows: usize,
+    pub cols: usize,
+    /// Leading dimension: distance between rows (row-major) or columns (column-major).
+    pub ld: usize,
+    pub batch_count: usize,
+    /// Distance between consecutive matrices of a batch (0 = every batch reads the same matrix).
+    pub batch_stride: usize,
+}
+
+impl MatrixShape {
+    fn packed(rows: usize, cols: usize, layout: Layout) -> Self {
+        let ld = match layout {
+            Layout::Row => cols,
+            Layout::Column => rows,
+        };
+        MatrixShape {
+            rows,
+            cols,
+            ld,
+            batch_count: 1,
+            batch_stride: rows * cols,
+        }
+    }
+
+    /// Length of the contiguous dimension (what `ld` must cover).
+    pub fn inner(&self, layout: Layout) -> usize {
+        match layout {
+            Layout::Row => self.cols,
+            Layout::Column => self.rows,
+        }
+    }
+
+    /// Number of `ld`-strided lines.
+    pub fn outer(&self, layout: Layout) -> usize {
+        match layout {
+            Layout::Row => self.rows,
+            Layout::Column => self.cols,
+        }
+    }
+
+    /// Elements the buffer must hold: the last element of the last batch, plus one. `None` on
+    /// overflow.
+    pub fn required_len(&self, layout: Layout) -> Option<usize> {
+        if self.rows == 0 || self.cols == 0 || self.batch_count == 0 {
+            return Some(0);
+        }
+        let last_in_matrix = (self.outer(layout) - 1)
+            .checked_mul(self.ld)?
+            .checked_add(self.inner(layout) - 1)?;
+        let last_batch = (self.batch_count - 1).checked_mul(self.batch_stride)?;
+        last_batch.checked_add(last_in_matrix)?.checked_add(1)
+    }
+}
+
+/// A read-only matrix operand (A, B or C).
+pub struct MatrixRef<'a, T: Element, L: LayoutTag> {
+    pub(crate) buffer: &'a dyn DevicePtr<T>,
+    pub(crate) shape: MatrixShape,
+    _layout: PhantomData<L>,
+}
+
+/// The output matrix (D).
+pub struct MatrixMut<'a, T: Element, L: LayoutTag> {
+    pub(crate) buffer: &'a mut dyn DevicePtrMut<T>,
+    pub(crate) shape: MatrixShape,
+    _layout: PhantomData<L>,
+}
+
+macro_rules! shape_builders {
+    () => {
+        /// Sets the leading dimension (default: packed, the contiguous extent).
+        pub fn with_ld(mut self, ld: usize) -> Self {
+            self.shape.ld = ld;
+            self
+        }
+
+        /// Makes this a batch of `count` matrices, `stride` elements apart (0 broadcasts one matrix
+        /// to every batch; only valid for inputs).
+        pub fn batched(mut self, count: usize, stride: usize) -> Self {
+            self.shape.batch_count = count;
+            self.shape.batch_stride = stride;
+            self
+        }
+
+        pub fn shape(&self) -> MatrixShape {
+            self.shape
+        }
+    };
+}
+
+impl<'a, T: Element, L: LayoutTag> MatrixRef<'a, T, L> {
+    /// A packed `rows × cols` matrix at the start of `buffer` (a `CudaSlice` or `CudaView`).
+    pub fn new(buffer: &'a dyn DevicePtr<T>, rows: usize, cols: usize) -> Self {
+        MatrixRef {
+            buffer,
+            shape: MatrixShape::packed(rows, cols, L::LAYOUT),
+            _layout: PhantomData,
+        }
+    }
+
+    shape_builders!();
+}
+
+impl<'a, T: Element, L: LayoutTag> MatrixMut<'a, T, L> {
+    /// A packed `rows × cols` output matrix at the start of `buffer`.
+    pub fn new(buffer: &'a mut dyn DevicePtrMut<T>, rows: usize, cols: usize) -> Self {
+        MatrixMut {
+            buffer,
+            shape: MatrixShape::packed(rows, cols, L::LAYOUT),
+            _layout: PhantomData,
+        }
+    }
+
+    shape_builders!();
+}

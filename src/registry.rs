@@ -1,0 +1,325 @@
+//! Kernel metadata and discovery — the CUTLASS API's `get_kernels(args, metadata_filter)` and
+//! `supports(args)`, ahead of time: every compiled kernel is listed with its metadata, can be
+//! queried by problem and by predicate, and explains why it cannot run a problem.
+
+use std::ffi::CStr;
+use std::fmt;
+
+use crate::abi;
+use crate::image::Image;
+use crate::model::{DType, Epilogue, Layout, MathOp, OpClass, Shape3, Swizzle};
+
+/// Everything known about one compiled kernel. Generated code creates one `static` per kernel.
+#[derive(Debug)]
+pub struct KernelInfo {
+    /// The name in CUTLASS's library naming (cross-checkable with CUTLASS's profiler).
+    pub name: &'static str,
+    /// The generated Rust module of the kernel.
+    pub rust_name: &'static str,
+    /// Manifest entry it came from (`file:line`).
+    pub origin: &'static str,
+    /// Minimum compute capability, `major * 10 + minor`.
+    pub min_compute_capability: u32,
+    pub opclass: OpClass,
+    pub element_a: DType,
+    pub element_b: DType,
+    pub element_c: DType,
+    pub element_accumulator: DType,
+    pub element_epilogue: DType,
+    pub layout_a: Layout,
+    pub layout_b: Layout,
+    pub layout_c: Layout,
+    /// Alignments in elements: contiguous extents, leading dimensions, batch strides and pointers
+    /// must be multiples of these.
+    pub alignment_a: u32,
+    pub alignment_b: u32,
+    pub alignment_c: u32,
+    pub tile: Shape3,
+    pub warps: Shape3,
+    pub instruction: Shape3,
+    pub stages: u32,
+    pub math: MathOp,
+    pub swizzle: Swizzle,
+    pub epilogue: Epilogue,
+    #[doc(hidden)]
+    pub image: &'static Image,
+    #[doc(hidden)]
+    pub entry: &'static CStr,
+    #[doc(hidden)]
+    pub prepare: abi::cutlass_aot_gemm_prepare_fn,
+}
+
+/// A GEMM problem as discovery sees it: D (m×n) = alpha·A (m×k) · B (k×n) + beta·C, `batch_count`
+/// times. Optional fields are checked when given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmProblem {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub batch_count: usize,
+    pub element_a: DType,
+    pub element_b: DType,
+    pub element_c: DType,
+    pub layout_a: Layout,
+    pub layout_b: Layout,
+    pub layout_c: Layout,
+    /// Leading dimensions and batch strides, in elements, when known.
+    pub lda: Option<usize>,
+    pub ldb: Option<usize>,
+    pub ldc: Option<usize>,
+    pub batch_stride_a: Option<usize>,
+    pub batch_stride_b: Option<usize>,
+    pub batch_stride_c: Option<usize>,
+    /// Byte addresses of the operands (only their alignment matters), when known.
+    pub address_a: Option<u64>,
+    pub address_b: Option<u64>,
+    pub address_c: Option<u64>,
+    /// Compute capability of the device that will run it (`major * 10 + minor`), when known.
+    pub compute_capability: Option<u32>,
+}
+
+impl GemmProblem {
+    /// A problem with the given extents and types; leading dimensions, addresses and device unknown.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        (m, n, k): (usize, usize, usize),
+        (element_a, element_b, element_c): (DType, DType, DType),
+        (layout_a, layout_b, layout_c): (Layout, Layout, Layout),
+    ) -> Self {
+        GemmProblem {
+            m,
+            n,
+            k,
+            batch_count: 1,
+            element_a,
+            element_b,
+            element_c,
+            layout_a,
+            layout_b,
+            layout_c,
+            lda: None,
+            ldb: None,
+            ldc: None,
+            batch_stride_a: None,
+            batch_stride_b: None,
+            batch_stride_c: None,
+            address_a: None,
+            address_b: None,
+            address_c: None,
+            compute_capability: None,
+        }
+    }
+
+    pub fn batched(mut self, count: usize) -> Self {
+        self.batch_count = count;
+        self
+    }
+
+    pub fn on_compute_capability(mut self, cc: u32) -> Self {
+        self.compute_capability = Some(cc);
+        self
+    }
+}
+
+/// Why a kernel cannot run a problem: every reason found, not just the first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    pub kernel: &'static str,
+    pub reasons: Vec<String>,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} cannot run this problem: {}",
+            self.kernel,
+            self.reasons.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for Unsupported {}
+
+impl KernelInfo {
+    /// Whether this binary holds device code for the kernel (false when built without nvcc).
+    pub fn has_device_code(&self) -> bool {
+        self.prepare.is_some() && self.image.has_code()
+    }
+
+    /// Checks `problem` against this kernel; `Err` lists every reason it cannot run it.
+    pub fn supports(&self, problem: &GemmProblem) -> Result<(), Unsupported> {
+        let mut reasons = Vec::new();
+        let mut want = |ok: bool, reason: String| {
+            if !ok {
+                reasons.push(reason)
+            }
+        };
+        for (operand, have, need) in [
+            ("A", problem.element_a, self.element_a),
+            ("B", problem.element_b, self.element_b),
+            ("C/D", problem.element_c, self.element_c),
+        ] {
+            want(
+                have == need,
+                format!("{operand} is {have} but the kernel takes {need}"),
+            );
+        }
+        for (operand, have, need) in [
+            ("A", problem.layout_a, self.layout_a),
+            ("B", problem.layout_b, self.layout_b),
+            ("C/D", problem.layout_c, self.layout_c),
+        ] {
+            want(
+                have == need,
+                format!("{operand} is {have}-major but the kernel takes {need}-major"),
+            );
+        }
+        for (what, value) in [
+            ("m", problem.m),
+            ("n", problem.n),
+            ("k", problem.k),
+            ("batch count", problem.batch_count),
+        ] {
+            want(
+                (1..=i32::MAX as usize).contains(&value),
+                format!("{what} = {value} must be between 1 and {}", i32::MAX),
+            );
+        }
+        // The contiguous extent of each operand is read in vectors of `alignment` elements.
+        let contiguous = |layout: Layout, rows: usize, cols: usize| match layout {
+            Layout::Row => (cols, "columns"),
+            Layout::Column => (rows, "rows"),
+        };
+        let operands = [
+            (
+                "A",
+                self.alignment_a,
+                problem.layout_a,
+                (problem.m, problem.k),
+                problem.lda,
+                problem.batch_stride_a,
+                problem.address_a,
+                self.element_a,
+            ),
+            (
+                "B",
+                self.alignment_b,
+                problem.layout_b,
+                (problem.k, problem.n),
+                problem.ldb,
+                problem.batch_stride_b,
+                problem.address_b,
+                self.element_b,
+            ),
+            (
+                "C/D",
+                self.alignment_c,
+                problem.layout_c,
+                (problem.m, problem.n),
+                problem.ldc,
+                problem.batch_stride_c,
+                problem.address_c,
+                self.element_c,
+            ),
+        ];
+        for (operand, align, layout, (rows, cols), ld, stride, address, element) in operands {
+            let align = align as usize;
+            let (extent, what) = contiguous(layout, rows, cols);
+            want(
+                extent % align == 0,
+                format!("{operand} has {extent} {what} (its contiguous extent), not a multiple of the kernel's alignment {align}"),
+            );
+            if let Some(ld) = ld {
+                want(
+                    ld % align == 0,
+                    format!(
+                        "leading dimension of {operand} ({ld}) is not a multiple of the alignment {align}"
+                    ),
+                );
+            }
+            if let Some(stride) = stride {
+                want(
+                    stride % align == 0,
+                    format!(
+                        "batch stride of {operand} ({stride}) is not a multiple of the alignment {align}"
+                    ),
+                );
+            }
+            if let Some(address) = address {
+                let bytes = (align * element.bits() as usize / 8) as u64;
+                want(
+                    address % bytes == 0,
+                    format!("{operand} starts at address {address:#x}, which is not {bytes}-byte aligned as the kernel requires"),
+                );
+            }
+        }
+        if let Some(cc) = problem.compute_capability {
+            want(
+                cc >= self.min_compute_capability,
+                format!(
+                    "the device has compute capability {}.{} but the kernel needs {}.{} or newer",
+                    cc / 10,
+                    cc % 10,
+                    self.min_compute_capability / 10,
+                    self.min_compute_capability % 10
+                ),
+            );
+        }
+        want(
+            self.has_device_code(),
+            "this binary was built without device code (CUTLASS_AOT_NO_NVCC or DOCS_RS)".to_string(),
+        );
+        if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(Unsupported {
+                kernel: self.name,
+                reasons,
+            })
+        }
+    }
+}
+
+/// A set of kernels (generated: `cutlass_aot::kernels::REGISTRY`, or a downstream crate's own).
+#[derive(Debug)]
+pub struct Registry {
+    kernels: &'static [&'static KernelInfo],
+}
+
+impl Registry {
+    pub const fn new(kernels: &'static [&'static KernelInfo]) -> Self {
+        Registry { kernels }
+    }
+
+    /// Every kernel, in manifest order.
+    pub fn all(&self) -> &'static [&'static KernelInfo] {
+        self.kernels
+    }
+
+    /// The kernel with this CUTLASS library name or Rust name.
+    pub fn by_name(&self, name: &str) -> Option<&'static KernelInfo> {
+        self.kernels
+            .iter()
+            .copied()
+            .find(|k| k.name == name || k.rust_name == name)
+    }
+
+    /// Kernels matching a metadata predicate (the CUTLASS API's `metadata_filter`).
+    pub fn filter<'s>(
+        &'s self,
+        predicate: impl Fn(&KernelInfo) -> bool + 's,
+    ) -> impl Iterator<Item = &'static KernelInfo> + 's {
+        self.kernels.iter().copied().filter(move |k| predicate(k))
+    }
+
+    /// Kernels that support `problem` and match `predicate` (the CUTLASS API's `get_kernels`).
+    pub fn get_kernels<'s>(
+        &'s self,
+        problem: &'s GemmProblem,
+        predicate: impl Fn(&KernelInfo) -> bool + 's,
+    ) -> impl Iterator<Item = &'static KernelInfo> + 's {
+        self.filter(predicate)
+            .filter(move |k| k.supports(problem).is_ok())
+    }
+}
