@@ -40,13 +40,12 @@ pub struct Gemm<'a, K: GemmKernel> {
 }
 
 impl<'a, K: GemmKernel> Gemm<'a, K> {
-    /// D = alpha · A @ B with the given alpha (beta = 0, no C).
+    /// D = alpha · A @ B (beta = 0, C not read).
     pub fn new(
         a: MatrixRef<'a, K::A, K::LayoutA>,
         b: MatrixRef<'a, K::B, K::LayoutB>,
         d: MatrixMut<'a, K::C, K::LayoutC>,
         alpha: K::Scalar,
-        beta_zero: K::Scalar,
     ) -> Self {
         Gemm {
             a,
@@ -54,7 +53,7 @@ impl<'a, K: GemmKernel> Gemm<'a, K> {
             c: None,
             d,
             alpha,
-            beta: beta_zero,
+            beta: K::Scalar::ZERO,
         }
     }
 
@@ -253,6 +252,21 @@ pub fn plan(
     ops: &GemmOperands,
     device: &device::DeviceProps,
 ) -> Result<abi::cutlass_aot_gemm_args, Error> {
+    if !info.has_device_code() {
+        return Err(Error::NotBuilt { kernel: info.name });
+    }
+    if device.compute_capability < info.min_compute_capability {
+        return Err(Error::UnsupportedDevice {
+            kernel: info.name,
+            message: format!(
+                "the device has compute capability {}.{}; this kernel needs {}.{} or newer",
+                device.compute_capability / 10,
+                device.compute_capability % 10,
+                info.min_compute_capability / 10,
+                info.min_compute_capability % 10
+            ),
+        });
+    }
     let geometry = Geometry::check(
         info,
         &ops.a.shape,

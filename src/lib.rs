@@ -16,10 +16,9 @@
 //! let a = stream.alloc_zeros::<half::f16>(m * k)?;
 //! let b = stream.alloc_zeros::<half::f16>(k * n)?;
 //! let mut d = stream.alloc_zeros::<half::f16>(m * n)?;
-//! let one = 1.0f32;
 //! kernels::gemm_f16_tn::run(
 //!     &stream,
-//!     Gemm::new(MatrixRef::new(&a, m, k), MatrixRef::new(&b, k, n), MatrixMut::new(&mut d, m, n), one, 0.0),
+//!     Gemm::new(MatrixRef::new(&a, m, k), MatrixRef::new(&b, k, n), MatrixMut::new(&mut d, m, n), 1.0),
 //! )?;
 //! # Ok(()) }
 //! ```

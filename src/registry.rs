@@ -186,6 +186,15 @@ impl KernelInfo {
                 format!("{what} = {value} must be between 1 and {}", i32::MAX),
             );
         }
+        // CUTLASS 2.x puts the batch in grid z, which holds at most 65535 blocks; the batched
+        // swizzle would even wrap it silently (batch_count % 65536).
+        want(
+            problem.batch_count <= 65535,
+            format!(
+                "batch count {} exceeds 65535, the grid z limit these kernels put batches in",
+                problem.batch_count
+            ),
+        );
         // The contiguous extent of each operand is read in vectors of `alignment` elements.
         let contiguous = |layout: Layout, rows: usize, cols: usize| match layout {
             Layout::Row => (cols, "columns"),

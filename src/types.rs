@@ -27,10 +27,18 @@ impl Element for f64 {
 }
 
 /// A Rust type for the epilogue's `alpha` and `beta`.
-pub trait Scalar: Copy + Into<f64> + Send + Sync + 'static {}
-impl Scalar for half::f16 {}
-impl Scalar for f32 {}
-impl Scalar for f64 {}
+pub trait Scalar: Copy + Into<f64> + Send + Sync + 'static {
+    const ZERO: Self;
+}
+impl Scalar for half::f16 {
+    const ZERO: Self = half::f16::ZERO;
+}
+impl Scalar for f32 {
+    const ZERO: Self = 0.0;
+}
+impl Scalar for f64 {
+    const ZERO: Self = 0.0;
+}
 
 /// A layout as a type.
 pub trait LayoutTag: Copy + Send + Sync + 'static {

@@ -112,8 +112,12 @@ pub fn reference_gemm(
     }
 }
 
-/// ‖out − reference‖ / ‖reference‖ over all elements; infinite if any output is NaN or infinite.
+/// ‖out − reference‖ / ‖reference‖ over all elements; infinite if any output is NaN or infinite,
+/// or if the two have different lengths.
 pub fn relative_error(out: &[f64], reference: &[f64]) -> f64 {
+    if out.len() != reference.len() {
+        return f64::INFINITY;
+    }
     let (mut diff, mut norm) = (0.0f64, 0.0f64);
     for (&o, &r) in out.iter().zip(reference) {
         if !o.is_finite() {
