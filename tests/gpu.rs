@@ -1,0 +1,363 @@
+//! GPU suite: every kernel of the default manifest against an f64 host reference, on ragged,
+//! padded, batched and `beta ≠ 0` problems, plus the typed API and its rejections.
+//!
+//! Runs in plain `cargo test`. Where no NVIDIA driver or device exists, every test is reported as
+//! *ignored* with the reason — never as passed. Build with `--release` for the GPU machine: the
+//! host reference is a naive triple loop.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaStream, DevicePtr};
+use cutlass_aot::kernels::{self, REGISTRY};
+use cutlass_aot::model::{DType, Layout};
+use cutlass_aot::verify::{self, HostMatrix};
+use cutlass_aot::{device, Gemm, GemmOperands, KernelInfo, MatrixMut, MatrixRef, MatrixShape, Operand};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    name: &'static str,
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    with_c: bool,
+    alpha: f64,
+    beta: f64,
+    /// Extra leading-dimension padding, in units of the operand's alignment.
+    pad: usize,
+    /// B is one matrix broadcast to every batch.
+    broadcast_b: bool,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "ragged",
+        m: 197,
+        n: 263,
+        k: 71,
+        batch: 1,
+        with_c: false,
+        alpha: 1.0,
+        beta: 0.0,
+        pad: 0,
+        broadcast_b: false,
+    },
+    Case {
+        name: "ragged_padded_beta",
+        m: 133,
+        n: 77,
+        k: 300,
+        batch: 1,
+        with_c: true,
+        alpha: 1.5,
+        beta: -0.75,
+        pad: 1,
+        broadcast_b: false,
+    },
+    Case {
+        name: "batched_beta",
+        m: 67,
+        n: 45,
+        k: 130,
+        batch: 3,
+        with_c: true,
+        alpha: 0.5,
+        beta: 0.5,
+        pad: 0,
+        broadcast_b: false,
+    },
+    Case {
+        name: "batched_broadcast_b",
+        m: 64,
+        n: 40,
+        k: 24,
+        batch: 4,
+        with_c: false,
+        alpha: 1.0,
+        beta: 0.0,
+        pad: 2,
+        broadcast_b: true,
+    },
+    Case {
+        name: "square_512",
+        m: 512,
+        n: 512,
+        k: 512,
+        batch: 1,
+        with_c: true,
+        alpha: 1.0,
+        beta: 1.0,
+        pad: 0,
+        broadcast_b: false,
+    },
+];
+
+fn round_up(x: usize, to: usize) -> usize {
+    x.div_ceil(to) * to
+}
+
+/// A host matrix of `rows × cols` (× batch) in `layout`, ld padded by `pad` alignment units,
+/// filled with random values from `seed`, or with NaN (the poison of an output) without one.
+fn host_matrix(
+    (dtype, layout, align): (DType, Layout, u32),
+    (rows, cols, batch): (usize, usize, usize),
+    pad: usize,
+    seed: Option<u64>,
+) -> HostMatrix {
+    let align = align as usize;
+    let inner = if layout == Layout::Row { cols } else { rows };
+    let outer = if layout == Layout::Row { rows } else { cols };
+    let ld = inner + pad * align;
+    let batch_stride = round_up(outer * ld, align);
+    let shape = MatrixShape {
+        rows,
+        cols,
+        ld,
+        batch_count: batch,
+        batch_stride,
+    };
+    let len = shape.required_len(layout).unwrap();
+    let data = match seed {
+        Some(seed) => verify::random_values(dtype, len, seed),
+        None => vec![f64::NAN; len],
+    };
+    HostMatrix { shape, layout, data }
+}
+
+struct DeviceMatrix {
+    host: HostMatrix,
+    dtype: DType,
+    buffer: cudarc::driver::CudaSlice<u8>,
+}
+
+impl DeviceMatrix {
+    fn upload(stream: &Arc<CudaStream>, host: HostMatrix, dtype: DType) -> Result<Self, Failed> {
+        let buffer = stream
+            .clone_htod(&verify::encode(dtype, &host.data))
+            .map_err(|e| format!("upload: {e}"))?;
+        Ok(DeviceMatrix { host, dtype, buffer })
+    }
+
+    fn operand(&self, stream: &CudaStream) -> Operand {
+        let (address, _guard) = self.buffer.device_ptr(stream);
+        Operand {
+            shape: self.host.shape,
+            len: self.buffer.len() / verify::element_bytes(self.dtype),
+            address,
+        }
+    }
+}
+
+/// Runs `info` on `case` through the registry's untyped path and checks every output element
+/// against the reference, and that nothing outside D's matrices was written.
+fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Result<(), Failed> {
+    let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
+    let align = [info.alignment_a, info.alignment_b, info.alignment_c]
+        .into_iter()
+        .max()
+        .unwrap() as usize;
+    let (m, n, k) = (
+        round_up(case.m, align),
+        round_up(case.n, align),
+        round_up(case.k, align),
+    );
+    let seed = (info.name.len() * 7919 + case.name.len()) as u64;
+    let a = host_matrix(
+        (info.element_a, info.layout_a, info.alignment_a),
+        (m, k, case.batch),
+        case.pad,
+        Some(seed),
+    );
+    let b_batch = if case.broadcast_b { 1 } else { case.batch };
+    let b = host_matrix(
+        (info.element_b, info.layout_b, info.alignment_b),
+        (k, n, b_batch),
+        case.pad,
+        Some(seed + 1),
+    );
+    let c = case.with_c.then(|| {
+        host_matrix(
+            (info.element_c, info.layout_c, info.alignment_c),
+            (m, n, case.batch),
+            case.pad,
+            Some(seed + 2),
+        )
+    });
+    let d = host_matrix(
+        (info.element_c, info.layout_c, info.alignment_c),
+        (m, n, case.batch),
+        case.pad,
+        None,
+    );
+
+    let mut expected = d.clone();
+    verify::reference_gemm(&a, &b, c.as_ref(), &mut expected, case.alpha, case.beta);
+
+    let da = DeviceMatrix::upload(&stream, a, info.element_a)?;
+    let db = DeviceMatrix::upload(&stream, b, info.element_b)?;
+    let dc = c
+        .map(|c| DeviceMatrix::upload(&stream, c, info.element_c))
+        .transpose()?;
+    let dd = DeviceMatrix::upload(&stream, d, info.element_c)?;
+    let operands = GemmOperands {
+        a: da.operand(&stream),
+        b: db.operand(&stream),
+        c: dc.as_ref().map(|c| c.operand(&stream)),
+        d: dd.operand(&stream),
+        alpha: case.alpha,
+        beta: case.beta,
+    };
+    // SAFETY: every operand is a live buffer of the kernel's element type and the stated length.
+    unsafe { cutlass_aot::gemm::launch_raw(info, &stream, &operands) }.map_err(|e| format!("launch: {e}"))?;
+    stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
+    let out = verify::decode(
+        info.element_c,
+        &stream
+            .clone_dtoh(&dd.buffer)
+            .map_err(|e| format!("download: {e}"))?,
+    );
+
+    // Compare the matrix elements; every other element must still be the NaN poison.
+    let shape = expected.shape;
+    let mut inside = vec![false; out.len()];
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    for batch in 0..case.batch {
+        for row in 0..m {
+            for col in 0..n {
+                let at = verify::offset(&shape, info.layout_c, batch, row, col);
+                inside[at] = true;
+                got.push(out[at]);
+                want.push(verify::round_to(info.element_c, expected.data[at]));
+            }
+        }
+    }
+    if let Some(at) = (0..out.len()).find(|&i| !inside[i] && !out[i].is_nan()) {
+        return Err(format!("element {at} outside D's matrices was overwritten ({})", out[at]).into());
+    }
+    let error = verify::relative_error(&got, &want);
+    let tolerance = verify::tolerance(info);
+    if error.is_nan() || error > tolerance {
+        return Err(format!(
+            "{m}x{n}x{k} batch {}: relative error {error:.3e} exceeds {tolerance:.1e}",
+            case.batch
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The typed API end to end: f16 row × column, checked against the reference.
+fn typed_f16_tn(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use half::f16;
+    let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+    let (m, n, k) = (384, 200, 136);
+    let to_f16 = |v: &[f64]| v.iter().map(|&x| f16::from_f64(x)).collect::<Vec<_>>();
+    let a_host = verify::random_values(DType::F16, m * k, 11);
+    let b_host = verify::random_values(DType::F16, k * n, 12);
+    let a = stream.clone_htod(&to_f16(&a_host)).map_err(|e| e.to_string())?;
+    let b = stream.clone_htod(&to_f16(&b_host)).map_err(|e| e.to_string())?;
+    let mut d = stream
+        .clone_htod(&vec![f16::NAN; m * n])
+        .map_err(|e| e.to_string())?;
+    kernels::gemm_f16_tn::run(
+        &stream,
+        Gemm::new(
+            MatrixRef::new(&a, m, k),
+            MatrixRef::new(&b, k, n),
+            MatrixMut::new(&mut d, m, n),
+            1.0,
+        ),
+    )?;
+    let out: Vec<f64> = stream
+        .clone_dtoh(&d)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|x| x.to_f64())
+        .collect();
+    let mut want = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want[i * n + j] =
+                f16::from_f64((0..k).map(|p| a_host[i * k + p] * b_host[j * k + p]).sum()).to_f64();
+        }
+    }
+    let error = verify::relative_error(&out, &want);
+    if error > 2e-3 {
+        return Err(format!("relative error {error:.3e}").into());
+    }
+    Ok(())
+}
+
+/// Bad arguments are errors and launch nothing: D keeps its poison.
+fn typed_rejections(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use half::f16;
+    let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+    let (m, n, k) = (128, 128, 64);
+    let a = stream.alloc_zeros::<f16>(m * k + 8).map_err(|e| e.to_string())?;
+    let b = stream.alloc_zeros::<f16>(k * n).map_err(|e| e.to_string())?;
+    let mut d = stream
+        .clone_htod(&vec![f16::NAN; m * n])
+        .map_err(|e| e.to_string())?;
+    // Runs the kernel on (A, B, beta) and expects an error containing `needle`.
+    let mut expect_error = |a: &dyn DevicePtr<f16>, b: &dyn DevicePtr<f16>, beta: f32, needle: &str| {
+        let mut args = Gemm::new(
+            MatrixRef::new(a, m, k),
+            MatrixRef::new(b, k, n),
+            MatrixMut::new(&mut d, m, n),
+            1.0,
+        );
+        args.beta = beta;
+        match kernels::gemm_f16_tn::run(&stream, args) {
+            Err(e) if e.to_string().contains(needle) => Ok(()),
+            other => Err(Failed::from(format!(
+                "expected an error containing {needle:?}, got {other:?}"
+            ))),
+        }
+    };
+    expect_error(&a.slice(1..), &b, 0.0, "byte aligned")?;
+    expect_error(&a, &b.slice(..k * n - 1), 0.0, "needs a buffer of")?;
+    expect_error(&a, &b, 1.0, "no C was given")?;
+    let untouched = stream
+        .clone_dtoh(&d)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .all(|x| x.is_nan());
+    if !untouched {
+        return Err("a rejected call wrote to D".into());
+    }
+    Ok(())
+}
+
+/// A GPU test body, run only when a device exists.
+type GpuTest = Box<dyn FnOnce(&Arc<CudaContext>) -> Result<(), Failed> + Send>;
+
+fn main() {
+    let args = Arguments::from_args();
+    let gpu: Result<Arc<CudaContext>, String> = device::context(0).map_err(|e| e.to_string());
+    let mut trials = Vec::new();
+    let mut add = |name: String, body: GpuTest| {
+        let gpu = gpu.clone();
+        trials.push(Trial::ignorable_test(name, move || match gpu {
+            Err(reason) => Ok(Completion::ignored_with(format!("needs a GPU: {reason}"))),
+            Ok(ctx) => body(&ctx).map(|()| Completion::Completed),
+        }));
+    };
+    for info in REGISTRY.all() {
+        for &case in CASES {
+            add(
+                format!("{}::{}", info.rust_name, case.name),
+                Box::new(move |ctx| run_case(ctx, info, case)),
+            );
+        }
+    }
+    add(
+        "typed::gemm_f16_tn_matches_reference".into(),
+        Box::new(typed_f16_tn),
+    );
+    add(
+        "typed::bad_arguments_launch_nothing".into(),
+        Box::new(typed_rejections),
+    );
+    libtest_mimic::run(&args, trials).exit();
+}
