@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use cudarc::driver::DevicePtr;
 use cutlass_aot::kernels::REGISTRY;
-use cutlass_aot::model::Layout;
 use cutlass_aot::verify;
 use cutlass_aot::{device, GemmOperands, KernelInfo, MatrixShape, Operand};
 
@@ -60,17 +59,6 @@ fn list_kernels() {
     }
 }
 
-fn shape(rows: usize, cols: usize, layout: Layout) -> MatrixShape {
-    let ld = if layout == Layout::Row { cols } else { rows };
-    MatrixShape {
-        rows,
-        cols,
-        ld,
-        batch_count: 1,
-        batch_stride: rows * cols,
-    }
-}
-
 fn main() {
     let options = match parse_args() {
         Ok(o) => o,
@@ -106,9 +94,9 @@ fn run(
     let stream = ctx.default_stream();
     let (m, n, k) = (o.m, o.n, o.k);
     let (sa, sb, sd) = (
-        shape(m, k, info.layout_a),
-        shape(k, n, info.layout_b),
-        shape(m, n, info.layout_c),
+        MatrixShape::packed(m, k, info.layout_a),
+        MatrixShape::packed(k, n, info.layout_b),
+        MatrixShape::packed(m, n, info.layout_c),
     );
     let a_host = verify::random_values(info.element_a, m * k, 1);
     let b_host = verify::random_values(info.element_b, k * n, 2);

@@ -21,7 +21,8 @@ pub struct MatrixShape {
 }
 
 impl MatrixShape {
-    fn packed(rows: usize, cols: usize, layout: Layout) -> Self {
+    /// A single `rows × cols` matrix with no padding (ld = its contiguous extent).
+    pub fn packed(rows: usize, cols: usize, layout: Layout) -> Self {
         let ld = match layout {
             Layout::Row => cols,
             Layout::Column => rows,

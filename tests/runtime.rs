@@ -55,21 +55,6 @@ fn kernel(rust_name: &str) -> &'static KernelInfo {
         .unwrap_or_else(|| panic!("{rust_name} is not in the registry"))
 }
 
-/// A packed single matrix.
-fn packed(rows: usize, cols: usize, layout: Layout) -> MatrixShape {
-    let ld = match layout {
-        Layout::Row => cols,
-        Layout::Column => rows,
-    };
-    MatrixShape {
-        rows,
-        cols,
-        ld,
-        batch_count: 1,
-        batch_stride: rows * cols,
-    }
-}
-
 /// An operand whose buffer is exactly as long as its shape needs.
 fn operand(shape: MatrixShape, layout: Layout, address: u64) -> Operand {
     Operand {
@@ -92,10 +77,10 @@ fn batched(op: Operand, layout: Layout, count: usize) -> Operand {
 /// D (m×n) = 1·A (m×k) · B (k×n), packed, no C, at the fake addresses.
 fn operands(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmOperands {
     GemmOperands {
-        a: operand(packed(m, k, info.layout_a), info.layout_a, ADDR_A),
-        b: operand(packed(k, n, info.layout_b), info.layout_b, ADDR_B),
+        a: operand(MatrixShape::packed(m, k, info.layout_a), info.layout_a, ADDR_A),
+        b: operand(MatrixShape::packed(k, n, info.layout_b), info.layout_b, ADDR_B),
         c: None,
-        d: operand(packed(m, n, info.layout_c), info.layout_c, ADDR_D),
+        d: operand(MatrixShape::packed(m, n, info.layout_c), info.layout_c, ADDR_D),
         alpha: 1.0,
         beta: 0.0,
     }
@@ -645,7 +630,11 @@ fn prepare_f16_tn_1000x1000x512() {
 fn prepare_puts_c_alpha_and_beta_into_the_params() {
     let info = kernel("gemm_f16_tn");
     let mut ops = operands(info, 1000, 1000, 512);
-    ops.c = Some(operand(packed(1000, 1000, Layout::Row), Layout::Row, ADDR_C));
+    ops.c = Some(operand(
+        MatrixShape::packed(1000, 1000, Layout::Row),
+        Layout::Row,
+        ADDR_C,
+    ));
     ops.alpha = 1.5;
     ops.beta = -0.25;
     let args = plan(info, &ops, &H100).unwrap();
@@ -915,7 +904,7 @@ fn plan_builds_batched_args_with_broadcast_inputs() {
         MatrixShape {
             batch_count: 5,
             batch_stride: 2 * m * n,
-            ..packed(m, n, Layout::Row)
+            ..MatrixShape::packed(m, n, Layout::Row)
         },
         Layout::Row,
         ADDR_C,
@@ -953,7 +942,11 @@ fn plan_ignores_the_stride_of_a_single_matrix() {
 fn plan_rejects_inner_dimensions_that_disagree() {
     let info = kernel("gemm_f16_tn");
     let mut ops = operands(info, 64, 64, 32);
-    ops.b = operand(packed(48, 64, Layout::Column), Layout::Column, ADDR_B);
+    ops.b = operand(
+        MatrixShape::packed(48, 64, Layout::Column),
+        Layout::Column,
+        ADDR_B,
+    );
     assert_plan_rejects(
         info,
         &ops,
@@ -965,7 +958,7 @@ fn plan_rejects_inner_dimensions_that_disagree() {
 fn plan_rejects_a_wrong_d_shape() {
     let info = kernel("gemm_f16_tn");
     let mut ops = operands(info, 64, 64, 32);
-    ops.d = operand(packed(64, 32, Layout::Row), Layout::Row, ADDR_D);
+    ops.d = operand(MatrixShape::packed(64, 32, Layout::Row), Layout::Row, ADDR_D);
     assert_plan_rejects(info, &ops, &["D is 64×32 but A·B is 64×64"]);
 }
 
@@ -973,7 +966,11 @@ fn plan_rejects_a_wrong_d_shape() {
 fn plan_rejects_a_wrong_c_shape() {
     let info = kernel("gemm_f16_tn");
     let mut ops = operands(info, 64, 64, 32);
-    ops.c = Some(operand(packed(32, 64, Layout::Row), Layout::Row, ADDR_C));
+    ops.c = Some(operand(
+        MatrixShape::packed(32, 64, Layout::Row),
+        Layout::Row,
+        ADDR_C,
+    ));
     ops.beta = 1.0;
     assert_plan_rejects(info, &ops, &["C is 32×64 but D is 64×64"]);
 }
@@ -1117,7 +1114,11 @@ fn plan_rejects_misaligned_pointers() {
     ops.d.address = ADDR_D + 8;
     assert_plan_rejects(info, &ops, &["C/D starts at address 0x7f3000000008"]);
     let mut ops = operands(info, 64, 64, 32);
-    ops.c = Some(operand(packed(64, 64, Layout::Row), Layout::Row, ADDR_C + 4));
+    ops.c = Some(operand(
+        MatrixShape::packed(64, 64, Layout::Row),
+        Layout::Row,
+        ADDR_C + 4,
+    ));
     ops.beta = 1.0;
     assert_plan_rejects(info, &ops, &["C/D starts at address 0x7f2000000004"]);
     // 16-byte aligned but not 256: fine.
