@@ -152,7 +152,18 @@ impl NvccSetup {
             hasher.update((part.len() as u64).to_le_bytes());
             hasher.update(part);
         }
+        // The glue headers live in each build's OUT_DIR: their contents are fingerprinted above,
+        // so their path must not split the cache between profiles, target dirs and crates.
+        let glue_flag = self
+            .include_dirs
+            .first()
+            .map(|dir| format!("-I{}", dir.display()));
         for arg in prefix.iter().chain(self.arguments(pass).iter()) {
+            let arg = if Some(arg) == glue_flag.as_ref() {
+                "-I<glue>"
+            } else {
+                arg.as_str()
+            };
             hasher.update((arg.len() as u64).to_le_bytes());
             hasher.update(arg.as_bytes());
         }

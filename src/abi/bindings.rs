@@ -60,14 +60,11 @@ pub struct cutlass_aot_gemm_args {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of cutlass_aot_gemm_args"][::core::mem::size_of::<cutlass_aot_gemm_args>() - 152usize];
-    ["Alignment of cutlass_aot_gemm_args"]
-        [::core::mem::align_of::<cutlass_aot_gemm_args>() - 8usize];
+    ["Alignment of cutlass_aot_gemm_args"][::core::mem::align_of::<cutlass_aot_gemm_args>() - 8usize];
     ["Offset of field: cutlass_aot_gemm_args::mode"]
         [::core::mem::offset_of!(cutlass_aot_gemm_args, mode) - 0usize];
-    ["Offset of field: cutlass_aot_gemm_args::m"]
-        [::core::mem::offset_of!(cutlass_aot_gemm_args, m) - 4usize];
-    ["Offset of field: cutlass_aot_gemm_args::n"]
-        [::core::mem::offset_of!(cutlass_aot_gemm_args, n) - 8usize];
+    ["Offset of field: cutlass_aot_gemm_args::m"][::core::mem::offset_of!(cutlass_aot_gemm_args, m) - 4usize];
+    ["Offset of field: cutlass_aot_gemm_args::n"][::core::mem::offset_of!(cutlass_aot_gemm_args, n) - 8usize];
     ["Offset of field: cutlass_aot_gemm_args::k"]
         [::core::mem::offset_of!(cutlass_aot_gemm_args, k) - 12usize];
     ["Offset of field: cutlass_aot_gemm_args::batch_count"]
@@ -134,8 +131,7 @@ pub struct cutlass_aot_launch {
 const _: () = {
     ["Size of cutlass_aot_launch"][::core::mem::size_of::<cutlass_aot_launch>() - 56usize];
     ["Alignment of cutlass_aot_launch"][::core::mem::align_of::<cutlass_aot_launch>() - 8usize];
-    ["Offset of field: cutlass_aot_launch::grid"]
-        [::core::mem::offset_of!(cutlass_aot_launch, grid) - 0usize];
+    ["Offset of field: cutlass_aot_launch::grid"][::core::mem::offset_of!(cutlass_aot_launch, grid) - 0usize];
     ["Offset of field: cutlass_aot_launch::block"]
         [::core::mem::offset_of!(cutlass_aot_launch, block) - 12usize];
     ["Offset of field: cutlass_aot_launch::cluster"]
