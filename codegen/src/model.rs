@@ -4,14 +4,16 @@
 
 pub use cutlass_aot_model::*;
 
-/// One CUTLASS 2.x universal GEMM kernel, fully resolved (no defaults left to fill in).
+/// One GEMM kernel — CUTLASS 2.x universal GEMM (`arch` 80) or CUTLASS 3.x collective-builder GEMM
+/// (`arch` 90, sm_90a) — fully resolved (no defaults left to fill in).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct GemmKernel {
     /// The name in CUTLASS's library naming; also the C symbol stem.
     pub name: String,
     /// Rust identifier of the typed function (the manifest's `name`, or derived from `name`).
     pub rust_name: String,
-    /// Minimum compute capability, as `major * 10 + minor` (80 for sm_80).
+    /// Minimum compute capability, as `major * 10 + minor` (80 for sm_80). 90 selects CUTLASS 3.x
+    /// kernels for sm_90a, which run only on compute capability 9.0.
     pub arch: u32,
     pub opclass: OpClass,
     pub element_a: DType,
@@ -26,9 +28,18 @@ pub struct GemmKernel {
     pub alignment_b: u32,
     pub alignment_c: u32,
     pub tile: Shape3,
+    /// Cluster shape in CTAs (3.x); always 1x1x1 for 2.x.
+    pub cluster: Shape3,
+    /// Warp count per threadblock (2.x); 0x0x0 for 3.x, whose schedule decides.
     pub warps: Shape3,
+    /// MMA instruction (2.x); 0x0x0 for 3.x, whose builder picks the warpgroup MMA.
     pub instruction: Shape3,
+    /// Pipeline stages; 0 = as many as fit in shared memory (3.x `auto`).
     pub stages: u32,
+    /// Kernel, epilogue and tile scheduling of 3.x kernels (Auto / Auto / Persistent for 2.x).
+    pub schedule: KernelSchedule,
+    pub epilogue_schedule: EpilogueSchedule,
+    pub tile_scheduler: TileScheduler,
     pub math: MathOp,
     pub swizzle: Swizzle,
     pub epilogue: Epilogue,
@@ -37,6 +48,15 @@ pub struct GemmKernel {
 }
 
 impl GemmKernel {
+    /// CUTLASS 2.x or 3.x, decided by `arch`.
+    pub fn api(&self) -> Api {
+        if self.arch >= 90 {
+            Api::Cutlass3x
+        } else {
+            Api::Cutlass2x
+        }
+    }
+
     /// Warp tile = threadblock tile / warp count.
     pub fn warp_tile(&self) -> Shape3 {
         Shape3::new(
@@ -57,6 +77,9 @@ impl GemmKernel {
     /// row-major C appends its letter to the layout (`tn` → `tnt`, as CUTLASS 3.x names do), and a
     /// non-default swizzle, epilogue compute type or C alignment is appended as a suffix.
     pub fn library_name(&self) -> String {
+        if self.api() == Api::Cutlass3x {
+            return self.library_name_3x();
+        }
         let acc = self.element_accumulator;
         let core = match self.opclass {
             OpClass::TensorOp => {
@@ -104,6 +127,52 @@ impl GemmKernel {
         }
         if self.swizzle != Swizzle::Identity8 {
             name.push_str(&format!("_{}", self.swizzle.manifest_name()));
+        }
+        name
+    }
+
+    /// CUTLASS's 3.x naming: `cutlass3x_sm90_tensorop_gemm_{a}_{b}_{acc}_{c}_{d}_{tile}_{cluster}_
+    /// {stages}_{layouts}_align{a}{schedule}{epilogue}{scheduler}`, where f32 operands are named
+    /// `tf32` (they run as TF32) and stages 0 means automatic. As for 2.x, a non-default C
+    /// alignment or epilogue compute type is appended.
+    fn library_name_3x(&self) -> String {
+        let operand = |d: DType| {
+            if d == DType::F32 {
+                "tf32"
+            } else {
+                d.library_name()
+            }
+        };
+        let (t, c) = (self.tile, self.cluster);
+        let mut name = format!(
+            "cutlass3x_sm{}a_{}_gemm_{}_{}_{}_{}_{}_{}x{}x{}_{}x{}x{}_{}_{}{}{}_align{}{}{}{}",
+            self.arch,
+            self.opclass.manifest_name(),
+            operand(self.element_a),
+            operand(self.element_b),
+            self.element_accumulator.library_name(),
+            self.element_c.library_name(),
+            self.element_c.library_name(),
+            t.m,
+            t.n,
+            t.k,
+            c.m,
+            c.n,
+            c.k,
+            self.stages,
+            self.layout_a.letter(),
+            self.layout_b.letter(),
+            self.layout_c.letter(),
+            self.alignment_a,
+            self.schedule.library_suffix(),
+            self.epilogue_schedule.library_suffix(),
+            self.tile_scheduler.library_suffix(),
+        );
+        if self.alignment_c != self.default_alignment_c() {
+            name.push_str(&format!("_c{}", self.alignment_c));
+        }
+        if self.element_epilogue != self.element_accumulator {
+            name.push_str(&format!("_epi{}", self.element_epilogue.library_name()));
         }
         name
     }

@@ -51,14 +51,23 @@ spelled_enum! {
         Bf16 = "bf16",
         F32 = "f32",
         F64 = "f64",
+        /// 8-bit float, 4 exponent and 3 mantissa bits (Hopper tensor cores, CUTLASS 3.x only).
+        E4m3 = "e4m3",
+        /// 8-bit float, 5 exponent and 2 mantissa bits (Hopper tensor cores, CUTLASS 3.x only).
+        E5m2 = "e5m2",
+        /// Signed 8-bit integer.
+        S8 = "s8",
+        /// Signed 32-bit integer (the accumulator, and an output type, of s8 GEMMs).
+        S32 = "s32",
     }
 }
 
 impl DType {
     pub fn bits(self) -> u32 {
         match self {
+            DType::E4m3 | DType::E5m2 | DType::S8 => 8,
             DType::F16 | DType::Bf16 => 16,
-            DType::F32 => 32,
+            DType::F32 | DType::S32 => 32,
             DType::F64 => 64,
         }
     }
@@ -70,6 +79,10 @@ impl DType {
             DType::Bf16 => "cutlass::bfloat16_t",
             DType::F32 => "float",
             DType::F64 => "double",
+            DType::E4m3 => "cutlass::float_e4m3_t",
+            DType::E5m2 => "cutlass::float_e5m2_t",
+            DType::S8 => "int8_t",
+            DType::S32 => "int32_t",
         }
     }
 
@@ -85,7 +98,16 @@ impl DType {
             DType::Bf16 => "bf16",
             DType::F32 => "s",
             DType::F64 => "d",
+            DType::E4m3 => "e4m3",
+            DType::E5m2 => "e5m2",
+            DType::S8 => "i8",
+            DType::S32 => "i",
         }
+    }
+
+    /// True for the integer types.
+    pub fn is_integer(self) -> bool {
+        matches!(self, DType::S8 | DType::S32)
     }
 
     /// Largest alignment (in elements) a 128-bit access allows.
@@ -190,6 +212,113 @@ impl Epilogue {
     pub fn cutlass_template(self) -> &'static str {
         match self {
             Epilogue::LinearCombination => "cutlass::epilogue::thread::LinearCombination",
+        }
+    }
+}
+
+spelled_enum! {
+    /// Which generation of CUTLASS kernels, chosen by the manifest's `arch`.
+    Api {
+        /// CUTLASS 2.x universal GEMM (`arch: 80`; sm_80 code, runs on sm_80 and newer).
+        Cutlass2x = "2x",
+        /// CUTLASS 3.x GEMM from the collective builders (`arch: 90`; sm_90a code, Hopper only).
+        Cutlass3x = "3x",
+    }
+}
+
+spelled_enum! {
+    /// CUTLASS 3.x kernel schedule (how the mainloop is split across warp groups).
+    KernelSchedule {
+        /// CUTLASS's builder picks (from tile and types).
+        Auto = "auto",
+        /// One producer and one consumer warp group per tile, not persistent.
+        WarpSpecialized = "warpspecialized",
+        /// Persistent; two consumer warp groups share each tile (tile M a multiple of 128).
+        Cooperative = "cooperative",
+        /// Persistent; two consumer warp groups alternate between tiles, overlapping epilogue and math.
+        Pingpong = "pingpong",
+    }
+}
+
+impl KernelSchedule {
+    pub fn cutlass_type(self) -> &'static str {
+        match self {
+            KernelSchedule::Auto => "cutlass::gemm::collective::KernelScheduleAuto",
+            KernelSchedule::WarpSpecialized => "cutlass::gemm::KernelTmaWarpSpecialized",
+            KernelSchedule::Cooperative => "cutlass::gemm::KernelTmaWarpSpecializedCooperative",
+            KernelSchedule::Pingpong => "cutlass::gemm::KernelTmaWarpSpecializedPingpong",
+        }
+    }
+
+    /// Suffix in CUTLASS's library naming.
+    pub fn library_suffix(self) -> &'static str {
+        match self {
+            KernelSchedule::Auto => "",
+            KernelSchedule::WarpSpecialized => "_warpspecialized",
+            KernelSchedule::Cooperative => "_warpspecialized_cooperative",
+            KernelSchedule::Pingpong => "_warpspecialized_pingpong",
+        }
+    }
+}
+
+spelled_enum! {
+    /// CUTLASS 3.x epilogue schedule.
+    EpilogueSchedule {
+        /// CUTLASS's builder picks.
+        Auto = "auto",
+        /// Registers straight to global memory.
+        NoSmem = "no_smem",
+        /// Through shared memory with TMA loads of C and stores of D.
+        Tma = "tma",
+    }
+}
+
+impl EpilogueSchedule {
+    /// The CUTLASS tag; the TMA epilogue has a cooperative and a single-warp-group variant.
+    pub fn cutlass_type(self, kernel: KernelSchedule) -> &'static str {
+        match (self, kernel) {
+            (EpilogueSchedule::Auto, _) => "cutlass::epilogue::collective::EpilogueScheduleAuto",
+            (EpilogueSchedule::NoSmem, _) => "cutlass::epilogue::NoSmemWarpSpecialized",
+            (EpilogueSchedule::Tma, KernelSchedule::Cooperative) => {
+                "cutlass::epilogue::TmaWarpSpecializedCooperative"
+            }
+            (EpilogueSchedule::Tma, _) => "cutlass::epilogue::TmaWarpSpecialized",
+        }
+    }
+
+    /// Suffix in CUTLASS's library naming.
+    pub fn library_suffix(self) -> &'static str {
+        match self {
+            EpilogueSchedule::Auto => "",
+            EpilogueSchedule::NoSmem => "_epi_nosmem",
+            EpilogueSchedule::Tma => "_epi_tma",
+        }
+    }
+}
+
+spelled_enum! {
+    /// CUTLASS 3.x tile scheduler of persistent kernels.
+    TileScheduler {
+        /// One output tile per work unit, CTAs loop over tiles.
+        Persistent = "persistent",
+        /// Work split along K too (stream-K), balancing problems with few tiles; needs a workspace.
+        StreamK = "stream_k",
+    }
+}
+
+impl TileScheduler {
+    pub fn cutlass_type(self) -> &'static str {
+        match self {
+            TileScheduler::Persistent => "cutlass::gemm::PersistentScheduler",
+            TileScheduler::StreamK => "cutlass::gemm::StreamKScheduler",
+        }
+    }
+
+    /// Suffix in CUTLASS's library naming.
+    pub fn library_suffix(self) -> &'static str {
+        match self {
+            TileScheduler::Persistent => "",
+            TileScheduler::StreamK => "_stream_k",
         }
     }
 }

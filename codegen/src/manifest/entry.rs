@@ -3,12 +3,17 @@
 use super::naming::Template;
 use super::report::Report;
 use super::schema::RawOperation;
-use super::values::{describe, family, integer, shape_family, spelled_family, BadValue};
-use crate::model::{DType, Epilogue, Layout, MathOp, OpClass, Shape3, Swizzle};
+use super::values::{describe, family, integer, shape_family, spelled_family, stages, BadValue, Stages};
+use crate::model::{
+    DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout, MathOp, OpClass, Shape3, Swizzle,
+    TileScheduler,
+};
 use serde_yaml::Value;
 
 /// An entry whose every field is a non-empty list of values; `None` means "not given, use the
 /// default" (defaults depend on other fields, so they are filled per kernel in `expand.rs`).
+/// Which fields an arch takes (`warps` only on 80, `cluster` only on 90, ...) is checked afterwards,
+/// in `arch_keys.rs`.
 pub struct Entry {
     /// False if any field of the entry had a problem (then a bad optional field was left to its
     /// default, so that the rest of the entry can still be checked).
@@ -27,16 +32,21 @@ pub struct Entry {
     pub alignment: Option<Vec<u32>>,
     pub alignment_c: Option<Vec<u32>>,
     pub tile: Vec<Shape3>,
-    pub warps: Vec<Shape3>,
+    pub cluster: Option<Vec<Shape3>>,
+    pub warps: Option<Vec<Shape3>>,
     pub instruction: Option<Vec<Shape3>>,
-    pub stages: Option<Vec<u32>>,
+    pub stages: Option<Vec<Stages>>,
+    pub schedule: Option<Vec<KernelSchedule>>,
+    pub epilogue_schedule: Option<Vec<EpilogueSchedule>>,
+    pub tile_scheduler: Option<Vec<TileScheduler>>,
     pub math: Option<Vec<MathOp>>,
     pub swizzle: Option<Vec<Swizzle>>,
     pub epilogue: Option<Vec<Epilogue>>,
 }
 
 /// Reads entry `index`, reporting every problem; `None` when a required field is missing or
-/// unreadable, so that no kernel can be built from it.
+/// unreadable, so that no kernel can be built from it. (`warps`, required for arch 80 only, is
+/// checked by `arch_keys.rs`.)
 pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Entry> {
     let mut r = Reader {
         report,
@@ -51,11 +61,15 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
     let dtype_help = format!("the element type of A, one of {}", DType::allowed());
     let layout_help = format!("one of {}", Layout::allowed());
     let tile_help = "the threadblock tile [M, N, K], e.g. [128, 128, 32]";
-    let warps_help = "the warp count [M, N, K], e.g. [2, 2, 1]";
     let mut entry = Entry {
         clean: true,
         name,
-        arch: r.required("arch", &raw.arch, integers, "the compute capability; allowed: 80"),
+        arch: r.required(
+            "arch",
+            &raw.arch,
+            integers,
+            "the compute capability; allowed: 80 (CUTLASS 2.x), 90 (CUTLASS 3.x, sm_90a)",
+        ),
         opclass: r.optional("opclass", &raw.opclass, |v| {
             spelled_family(v, OpClass::from_manifest_name, &OpClass::allowed())
         }),
@@ -70,9 +84,23 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         alignment: r.optional("alignment", &raw.alignment, integers),
         alignment_c: r.optional("alignment_c", &raw.alignment_c, integers),
         tile: r.required("tile", &raw.tile, shape_family, tile_help),
-        warps: r.required("warps", &raw.warps, shape_family, warps_help),
+        cluster: r.optional("cluster", &raw.cluster, shape_family),
+        warps: r.optional("warps", &raw.warps, shape_family),
         instruction: r.optional("instruction", &raw.instruction, shape_family),
-        stages: r.optional("stages", &raw.stages, integers),
+        stages: r.optional("stages", &raw.stages, |v| family(v, stages)),
+        schedule: r.optional("schedule", &raw.schedule, |v| {
+            spelled_family(v, KernelSchedule::from_manifest_name, &KernelSchedule::allowed())
+        }),
+        epilogue_schedule: r.optional("epilogue_schedule", &raw.epilogue_schedule, |v| {
+            spelled_family(
+                v,
+                EpilogueSchedule::from_manifest_name,
+                &EpilogueSchedule::allowed(),
+            )
+        }),
+        tile_scheduler: r.optional("tile_scheduler", &raw.tile_scheduler, |v| {
+            spelled_family(v, TileScheduler::from_manifest_name, &TileScheduler::allowed())
+        }),
         math: r.optional("math", &raw.math, |v| {
             spelled_family(v, MathOp::from_manifest_name, &MathOp::allowed())
         }),
@@ -90,7 +118,7 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         entry.layout_a.len(),
         entry.layout_b.len(),
     ];
-    let complete = !required.contains(&0) && !entry.tile.is_empty() && !entry.warps.is_empty();
+    let complete = !required.contains(&0) && !entry.tile.is_empty();
     complete.then_some(entry)
 }
 

@@ -1,10 +1,17 @@
 //! Expands an entry into kernels: the cross product of its family lists, then defaults per kernel.
 
 use super::entry::Entry;
-use crate::model::{DType, Epilogue, GemmKernel, Layout, MathOp, OpClass, Shape3, Swizzle};
+use super::values::Stages;
+use crate::model::{
+    Api, DType, Epilogue, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, MathOp, OpClass, Shape3,
+    Swizzle, TileScheduler,
+};
 
 /// More kernels than this from one entry is surely a mistake (each one is compiled by nvcc).
 pub const MAX_KERNELS_PER_ENTRY: usize = 4096;
+
+/// How many fields an entry has (its `kind` and `name` aside).
+const FIELDS: usize = 23;
 
 /// How many kernels `entry` expands to.
 pub fn count(e: &Entry) -> usize {
@@ -12,7 +19,7 @@ pub fn count(e: &Entry) -> usize {
 }
 
 /// The length of every field's list in field order (1 for a field left to its default).
-fn lengths(e: &Entry) -> [usize; 19] {
+fn lengths(e: &Entry) -> [usize; FIELDS] {
     fn len<T>(v: &Option<Vec<T>>) -> usize {
         v.as_ref().map_or(1, Vec::len)
     }
@@ -30,9 +37,13 @@ fn lengths(e: &Entry) -> [usize; 19] {
         len(&e.alignment),
         len(&e.alignment_c),
         e.tile.len(),
-        e.warps.len(),
+        len(&e.cluster),
+        len(&e.warps),
         len(&e.instruction),
         len(&e.stages),
+        len(&e.schedule),
+        len(&e.epilogue_schedule),
+        len(&e.tile_scheduler),
         len(&e.math),
         len(&e.swizzle),
         len(&e.epilogue),
@@ -46,7 +57,7 @@ pub fn expand(e: &Entry, origin: &str) -> Vec<GemmKernel> {
     (0..count(e))
         .map(|n| {
             // Mixed-radix digits of n, last field fastest.
-            let mut i = [0usize; 19];
+            let mut i = [0usize; FIELDS];
             let mut rest = n;
             for (digit, len) in i.iter_mut().zip(lengths).rev() {
                 *digit = rest % len;
@@ -67,12 +78,16 @@ pub fn expand(e: &Entry, origin: &str) -> Vec<GemmKernel> {
                     alignment: pick(&e.alignment, i[10]),
                     alignment_c: pick(&e.alignment_c, i[11]),
                     tile: e.tile[i[12]],
-                    warps: e.warps[i[13]],
-                    instruction: pick(&e.instruction, i[14]),
-                    stages: pick(&e.stages, i[15]),
-                    math: pick(&e.math, i[16]),
-                    swizzle: pick(&e.swizzle, i[17]),
-                    epilogue: pick(&e.epilogue, i[18]),
+                    cluster: pick(&e.cluster, i[13]),
+                    warps: pick(&e.warps, i[14]),
+                    instruction: pick(&e.instruction, i[15]),
+                    stages: pick(&e.stages, i[16]),
+                    schedule: pick(&e.schedule, i[17]),
+                    epilogue_schedule: pick(&e.epilogue_schedule, i[18]),
+                    tile_scheduler: pick(&e.tile_scheduler, i[19]),
+                    math: pick(&e.math, i[20]),
+                    swizzle: pick(&e.swizzle, i[21]),
+                    epilogue: pick(&e.epilogue, i[22]),
                 },
                 origin,
             );
@@ -104,31 +119,32 @@ struct Choice {
     alignment: Option<u32>,
     alignment_c: Option<u32>,
     tile: Shape3,
-    warps: Shape3,
+    cluster: Option<Shape3>,
+    warps: Option<Shape3>,
     instruction: Option<Shape3>,
-    stages: Option<u32>,
+    stages: Option<Stages>,
+    schedule: Option<KernelSchedule>,
+    epilogue_schedule: Option<EpilogueSchedule>,
+    tile_scheduler: Option<TileScheduler>,
     math: Option<MathOp>,
     swizzle: Option<Swizzle>,
     epilogue: Option<Epilogue>,
 }
 
-/// Fills the defaults of the manifest format (documented in `mod.rs`).
+/// Fills the defaults of the manifest format (documented in `mod.rs`). Keys of the other CUTLASS
+/// generation (`warps` on arch 90, `cluster` on arch 80, ...) were reported by `arch_keys.rs`;
+/// here they are ignored, so that the kernel's own rules can still be checked.
 fn resolve(c: Choice, origin: &str) -> GemmKernel {
     let opclass = c.opclass.unwrap_or(OpClass::TensorOp);
     let tensorop = opclass == OpClass::TensorOp;
-    let accumulator = c
-        .accumulator
-        .unwrap_or(if c.a == DType::F64 { DType::F64 } else { DType::F32 });
-    let alignment = c.alignment.unwrap_or(if tensorop {
-        crate::model::max_ab_alignment(OpClass::TensorOp, c.a)
-    } else {
-        1
+    let accumulator = c.accumulator.unwrap_or(match c.a {
+        DType::F64 => DType::F64,
+        DType::S8 | DType::S32 => DType::S32,
+        _ => DType::F32,
     });
-    let instruction = c.instruction.unwrap_or(match (opclass, c.a) {
-        (OpClass::Simt, _) => Shape3::new(1, 1, 1),
-        (OpClass::TensorOp, DType::F16 | DType::Bf16) => Shape3::new(16, 8, 16),
-        (OpClass::TensorOp, DType::F32) => Shape3::new(16, 8, 8),
-        (OpClass::TensorOp, DType::F64) => Shape3::new(8, 8, 4),
+    let element_c = c.c.unwrap_or(match c.a {
+        DType::S8 => DType::S32,
+        a => a,
     });
     let mut kernel = GemmKernel {
         name: String::new(),
@@ -137,24 +153,72 @@ fn resolve(c: Choice, origin: &str) -> GemmKernel {
         opclass,
         element_a: c.a,
         element_b: c.b.unwrap_or(c.a),
-        element_c: c.c.unwrap_or(c.a),
+        element_c,
         element_accumulator: accumulator,
         element_epilogue: c.epilogue_compute.unwrap_or(accumulator),
         layout_a: c.layout_a,
         layout_b: c.layout_b,
         layout_c: c.layout_c.unwrap_or(Layout::Row),
-        alignment_a: alignment,
-        alignment_b: alignment,
+        alignment_a: 0, // set below: the defaults of 2.x and 3.x kernels differ
+        alignment_b: 0,
         alignment_c: 0, // set below: its default depends on the rest of the kernel
         tile: c.tile,
-        warps: c.warps,
-        instruction,
-        stages: c.stages.unwrap_or(if tensorop { 3 } else { 4 }),
+        cluster: Shape3::new(1, 1, 1),
+        warps: Shape3::new(0, 0, 0),
+        instruction: Shape3::new(0, 0, 0),
+        stages: 0,
+        schedule: KernelSchedule::Auto,
+        epilogue_schedule: EpilogueSchedule::Auto,
+        tile_scheduler: TileScheduler::Persistent,
         math: c.math.unwrap_or(MathOp::MultiplyAdd),
-        swizzle: c.swizzle.unwrap_or(Swizzle::Identity8),
+        swizzle: Swizzle::Identity8,
         epilogue: c.epilogue.unwrap_or(Epilogue::LinearCombination),
         origin: origin.to_string(),
     };
+    let alignment = match kernel.api() {
+        Api::Cutlass2x => {
+            kernel.warps = c.warps.unwrap_or(Shape3::new(0, 0, 0));
+            kernel.instruction = c.instruction.unwrap_or(match (opclass, c.a) {
+                (OpClass::Simt, _) => Shape3::new(1, 1, 1),
+                (OpClass::TensorOp, DType::F16 | DType::Bf16) => Shape3::new(16, 8, 16),
+                (OpClass::TensorOp, DType::F32) => Shape3::new(16, 8, 8),
+                (OpClass::TensorOp, DType::F64) => Shape3::new(8, 8, 4),
+                // Types of arch 90 only (rejected for arch 80): any shape will do.
+                (OpClass::TensorOp, _) => Shape3::new(16, 8, 32),
+            });
+            kernel.stages = match c.stages {
+                Some(Stages::Fixed(n)) => n,
+                // `auto` was reported; fall back to the default.
+                None | Some(Stages::Auto) => {
+                    if tensorop {
+                        3
+                    } else {
+                        4
+                    }
+                }
+            };
+            kernel.swizzle = c.swizzle.unwrap_or(Swizzle::Identity8);
+            if tensorop {
+                crate::model::max_ab_alignment(OpClass::TensorOp, c.a)
+            } else {
+                1
+            }
+        }
+        Api::Cutlass3x => {
+            kernel.cluster = c.cluster.unwrap_or(Shape3::new(1, 1, 1));
+            kernel.stages = match c.stages {
+                Some(Stages::Fixed(n)) => n,
+                None | Some(Stages::Auto) => 0,
+            };
+            kernel.schedule = c.schedule.unwrap_or(KernelSchedule::Auto);
+            kernel.epilogue_schedule = c.epilogue_schedule.unwrap_or(EpilogueSchedule::Auto);
+            kernel.tile_scheduler = c.tile_scheduler.unwrap_or(TileScheduler::Persistent);
+            // TMA moves 16-byte aligned rows: 128 bits of A (and B).
+            c.a.max_alignment()
+        }
+    };
+    kernel.alignment_a = c.alignment.unwrap_or(alignment);
+    kernel.alignment_b = kernel.alignment_a;
     kernel.alignment_c = c.alignment_c.unwrap_or_else(|| kernel.default_alignment_c());
     kernel.name = kernel.library_name();
     kernel

@@ -1,16 +1,18 @@
-//! Reads and validates `kernel_manifest.yaml`, the list of CUTLASS 2.x GEMM kernels to build.
+//! Reads and validates `kernel_manifest.yaml`, the list of CUTLASS GEMM kernels to build: CUTLASS
+//! 2.x universal GEMMs (`arch: 80`) and CUTLASS 3.x collective-builder GEMMs for Hopper (`arch: 90`,
+//! sm_90a code).
 //!
 //! ```yaml
 //! version: 1                 # required, must be 1
 //! operations:                # required, non-empty
 //!   - kind: gemm             # required; only gemm
 //!     name: hgemm_{layout}   # optional Rust name template (see below)
-//!     arch: 80               # required; only 80
-//!     opclass: tensorop      # tensorop | simt; default tensorop
-//!     a: f16                 # required; f16 | bf16 | f32 | f64
-//!     b: f16                 # default a
-//!     c: f16                 # default a
-//!     accumulator: f32       # default f64 when a is f64, else f32
+//!     arch: 80               # required; 80 (CUTLASS 2.x) | 90 (CUTLASS 3.x, sm_90a)
+//!     opclass: tensorop      # tensorop | simt (80 only); default tensorop
+//!     a: f16                 # required; f16 | bf16 | f32 | f64 (80 only) | e4m3 | e5m2 | s8 (90 only)
+//!     b: f16                 # default a (on 90, e4m3 and e5m2 may be mixed)
+//!     c: f16                 # default a, except s32 for s8
+//!     accumulator: f32       # default f64 for f64, s32 for s8, else f32
 //!     epilogue_compute: f32  # default accumulator
 //!     layout_a: row          # required; row | column
 //!     layout_b: column       # required
@@ -18,13 +20,22 @@
 //!     alignment: 8           # A/B, elements; default 128 bits / element bits (tensorop), 1 (simt)
 //!     alignment_c: 8         # default min(alignment, 128 bits / bits of c)
 //!     tile: [128, 128, 32]   # required
-//!     warps: [2, 2, 1]       # required
-//!     instruction: [16, 8, 16]  # default f16/bf16 16x8x16, f32 16x8x8, f64 8x8x4, simt 1x1x1
-//!     stages: 3              # default 3 (tensorop), 4 (simt)
+//!     cluster: [1, 1, 1]     # 90 only: CTAs per cluster, M and N of 1, 2 or 4, K 1; default 1x1x1
+//!     warps: [2, 2, 1]       # 80 only, and required there (on 90 the schedule decides)
+//!     instruction: [16, 8, 16]  # 80 only; default f16/bf16 16x8x16, f32 16x8x8, f64 8x8x4, simt 1x1x1
+//!     stages: 3              # 80: default 3 (tensorop), 4 (simt); 90: a count >= 2 or `auto` (default)
+//!     schedule: auto         # 90 only: auto | warpspecialized | cooperative | pingpong; default auto
+//!     epilogue_schedule: auto  # 90 only: auto | no_smem | tma; default auto
+//!     tile_scheduler: persistent  # 90 only: persistent | stream_k; default persistent
 //!     math: multiply_add     # default
-//!     swizzle: identity8     # identity1 | identity2 | identity4 | identity8 | batched
+//!     swizzle: identity8     # 80 only: identity1 | identity2 | identity4 | identity8 | batched
 //!     epilogue: linear_combination  # default
 //! ```
+//!
+//! Keys of the other generation are errors (`arch_keys.rs`): an arch 90 entry has no `warps`,
+//! `instruction` or `swizzle` (its kernel stores 0x0x0, 0x0x0 and identity8), an arch 80 entry no
+//! `cluster`, `schedule`, `epilogue_schedule`, `tile_scheduler` or `stages: auto`. `stages: auto` is
+//! stored as 0. The two generations' rules are in `validate/rules_2x.rs` and `validate/rules_3x.rs`.
 //!
 //! Any field but `kind` and `name` may be a list (a *family*); the entry then expands to the cross
 //! product of its lists, the first field above varying slowest. Shapes in a family are lists of
@@ -32,9 +43,11 @@
 //! CUTLASS library name.
 //!
 //! Reading goes: serde (`schema.rs`, key structure only) → typed families (`entry.rs`, `values.rs`)
-//! → kernels (`expand.rs`) → rules (`validate.rs`, `duplicates.rs`, `naming.rs`). Every problem is
-//! collected with its line (`source_map.rs`, `report.rs`) and all are returned together.
+//! → keys per arch (`arch_keys.rs`) → kernels (`expand.rs`) → rules (`validate.rs`,
+//! `duplicates.rs`, `naming.rs`). Every problem is collected with its line (`source_map.rs`,
+//! `report.rs`) and all are returned together.
 
+mod arch_keys;
 mod duplicates;
 mod entry;
 mod error;
@@ -101,9 +114,18 @@ pub fn parse(text: &str, file_label: &str) -> Result<Vec<GemmKernel>, ManifestEr
 
     let mut kernels = Vec::new(); // (entry index, kernel), sound ones only
     for (index, raw_entry) in operations.iter().enumerate() {
-        let Some(entry) = entry::read(raw_entry, index, &mut report) else {
+        let Some(mut entry) = entry::read(raw_entry, index, &mut report) else {
             continue;
         };
+        let key_problems = arch_keys::check(&entry);
+        entry.clean &= key_problems.is_empty();
+        let blocked = key_problems.iter().any(|p| p.blocking);
+        for problem in key_problems {
+            report.at(index, Some(problem.key), None, problem.message);
+        }
+        if blocked {
+            continue;
+        }
         let count = expand::count(&entry);
         if count > expand::MAX_KERNELS_PER_ENTRY {
             let limit = expand::MAX_KERNELS_PER_ENTRY;
@@ -115,14 +137,20 @@ pub fn parse(text: &str, file_label: &str) -> Result<Vec<GemmKernel>, ManifestEr
         }
         for kernel in expand::expand(&entry, &report.origin(index)) {
             let findings = validate::check(&kernel);
-            let valid = findings.is_empty();
+            let mut valid = findings.is_empty();
             for (key, message) in findings {
                 report.at(index, Some(key), None, message);
             }
-            if entry.name.is_some() {
+            if let Some(template) = &entry.name {
+                let misused = template.misused(&kernel);
+                let named = misused.is_empty();
+                for message in misused {
+                    report.at(index, Some("name"), None, message);
+                }
                 if let Err(message) = naming::check_identifier(&kernel.rust_name) {
                     report.at(index, Some("name"), None, message);
                 }
+                valid &= named;
             }
             // Collisions are only looked for among sound kernels: a bad value replaced by its
             // default, or a kernel that breaks a rule, would only add noise.

@@ -1,34 +1,59 @@
 //! The `name` field: a template with `{placeholder}`s, rendered per kernel into a Rust identifier.
 
-use crate::model::GemmKernel;
+use crate::model::{Api, GemmKernel};
 
 /// Renders one placeholder for a kernel.
 type Render = fn(&GemmKernel) -> String;
 
-/// Every placeholder, with its value for a kernel. `{layout}` is the A and B letters (`t` row,
-/// `n` column, as in CUTLASS names) and `{layout_c}` C's letter.
-const PLACEHOLDERS: &[(&str, Render)] = &[
-    ("arch", |k| k.arch.to_string()),
-    ("opclass", |k| k.opclass.to_string()),
-    ("a", |k| k.element_a.to_string()),
-    ("b", |k| k.element_b.to_string()),
-    ("c", |k| k.element_c.to_string()),
-    ("acc", |k| k.element_accumulator.to_string()),
-    ("epilogue_compute", |k| k.element_epilogue.to_string()),
-    ("layout", |k| {
+/// Every placeholder: its name, the CUTLASS generation it is for (`None`: both) and its value for a
+/// kernel. `{layout}` is the A and B letters (`t` row, `n` column, as in CUTLASS names) and
+/// `{layout_c}` C's letter; `{stages}` is `auto` for 3.x kernels that leave stages to CUTLASS.
+const PLACEHOLDERS: &[(&str, Option<Api>, Render)] = &[
+    ("arch", None, |k| k.arch.to_string()),
+    ("opclass", None, |k| k.opclass.to_string()),
+    ("a", None, |k| k.element_a.to_string()),
+    ("b", None, |k| k.element_b.to_string()),
+    ("c", None, |k| k.element_c.to_string()),
+    ("acc", None, |k| k.element_accumulator.to_string()),
+    ("epilogue_compute", None, |k| k.element_epilogue.to_string()),
+    ("layout", None, |k| {
         format!("{}{}", k.layout_a.letter(), k.layout_b.letter())
     }),
-    ("layout_c", |k| k.layout_c.letter().to_string()),
-    ("align", |k| k.alignment_a.to_string()),
-    ("align_c", |k| k.alignment_c.to_string()),
-    ("tile", |k| k.tile.to_string()),
-    ("warps", |k| k.warps.to_string()),
-    ("instruction", |k| k.instruction.to_string()),
-    ("stages", |k| k.stages.to_string()),
-    ("math", |k| k.math.to_string()),
-    ("swizzle", |k| k.swizzle.to_string()),
-    ("epilogue", |k| k.epilogue.to_string()),
+    ("layout_c", None, |k| k.layout_c.letter().to_string()),
+    ("align", None, |k| k.alignment_a.to_string()),
+    ("align_c", None, |k| k.alignment_c.to_string()),
+    ("tile", None, |k| k.tile.to_string()),
+    ("cluster", Some(Api::Cutlass3x), |k| k.cluster.to_string()),
+    ("warps", Some(Api::Cutlass2x), |k| k.warps.to_string()),
+    ("instruction", Some(Api::Cutlass2x), |k| k.instruction.to_string()),
+    ("stages", None, |k| match k.stages {
+        0 => "auto".to_string(),
+        n => n.to_string(),
+    }),
+    ("schedule", Some(Api::Cutlass3x), |k| k.schedule.to_string()),
+    ("epilogue_schedule", Some(Api::Cutlass3x), |k| {
+        k.epilogue_schedule.to_string()
+    }),
+    ("tile_scheduler", Some(Api::Cutlass3x), |k| {
+        k.tile_scheduler.to_string()
+    }),
+    ("math", None, |k| k.math.to_string()),
+    ("swizzle", Some(Api::Cutlass2x), |k| k.swizzle.to_string()),
+    ("epilogue", None, |k| k.epilogue.to_string()),
 ];
+
+/// Whether placeholder `i` means something for `kernel`.
+fn applies(i: usize, kernel: &GemmKernel) -> bool {
+    PLACEHOLDERS[i].1.map_or(true, |api| api == kernel.api())
+}
+
+/// How messages name a CUTLASS generation.
+fn generation(api: Api) -> &'static str {
+    match api {
+        Api::Cutlass2x => "arch 80 (CUTLASS 2.x)",
+        Api::Cutlass3x => "arch 90 (CUTLASS 3.x)",
+    }
+}
 
 /// A parsed `name`: literal text and placeholders.
 pub struct Template(Vec<Piece>);
@@ -42,7 +67,7 @@ enum Piece {
 fn allowed_placeholders() -> String {
     PLACEHOLDERS
         .iter()
-        .map(|(p, _)| format!("{{{p}}}"))
+        .map(|(p, ..)| format!("{{{p}}}"))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -59,7 +84,7 @@ impl Template {
             match close {
                 Some(close) if rest.as_bytes()[open] == b'{' => {
                     let key = &rest[open + 1..close];
-                    match PLACEHOLDERS.iter().position(|(p, _)| *p == key) {
+                    match PLACEHOLDERS.iter().position(|(p, ..)| *p == key) {
                         Some(i) => pieces.push(Piece::Hole(i)),
                         None => problems.push(format!(
                             "unknown placeholder `{{{key}}}`; allowed placeholders: {}",
@@ -91,18 +116,50 @@ impl Template {
             .iter()
             .map(|piece| match piece {
                 Piece::Text(t) => t.clone(),
-                Piece::Hole(i) => (PLACEHOLDERS[*i].1)(kernel),
+                Piece::Hole(i) => (PLACEHOLDERS[*i].2)(kernel),
+            })
+            .collect()
+    }
+
+    /// A message for each placeholder of the template that has no meaning for `kernel` (such as
+    /// `{warps}` for an arch 90 kernel, whose schedule decides the warps).
+    pub fn misused(&self, kernel: &GemmKernel) -> Vec<String> {
+        self.0
+            .iter()
+            .filter_map(|piece| match piece {
+                Piece::Hole(i) if !applies(*i, kernel) => {
+                    let (name, api, _) = PLACEHOLDERS[*i];
+                    let api = api.expect("placeholders for both generations always apply");
+                    Some(format!(
+                        "placeholder `{{{name}}}` is only for {} kernels, and this one is arch {}; allowed \
+                         placeholders for it: {}",
+                        generation(api),
+                        kernel.arch,
+                        allowed_for(kernel)
+                    ))
+                }
+                _ => None,
             })
             .collect()
     }
 }
 
-/// Placeholders whose values differ between two kernels: what a template could add to name them apart.
+/// The placeholders that mean something for `kernel`.
+fn allowed_for(kernel: &GemmKernel) -> String {
+    (0..PLACEHOLDERS.len())
+        .filter(|&i| applies(i, kernel))
+        .map(|i| format!("{{{}}}", PLACEHOLDERS[i].0))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Placeholders whose values differ between two kernels: what a template could add to name them
+/// apart (only those that mean something for both).
 pub fn distinguishing_placeholders(x: &GemmKernel, y: &GemmKernel) -> Vec<String> {
-    PLACEHOLDERS
-        .iter()
-        .filter(|(_, value)| value(x) != value(y))
-        .map(|(p, _)| format!("{{{p}}}"))
+    (0..PLACEHOLDERS.len())
+        .filter(|&i| applies(i, x) && applies(i, y))
+        .filter(|&i| (PLACEHOLDERS[i].2)(x) != (PLACEHOLDERS[i].2)(y))
+        .map(|i| format!("{{{}}}", PLACEHOLDERS[i].0))
         .collect()
 }
 

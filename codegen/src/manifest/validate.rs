@@ -1,58 +1,33 @@
 //! The rules one resolved kernel must follow. Each finding names the manifest field to blame and
-//! says what would be allowed.
+//! says what would be allowed. CUTLASS 2.x kernels (arch 80) and CUTLASS 3.x kernels (arch 90)
+//! follow separate rule sets, in `rules_2x.rs` and `rules_3x.rs`; this module picks one and holds
+//! what they share. (Which keys each arch takes at all is checked earlier, in `arch_keys.rs`.)
 
-use crate::model::{DType, GemmKernel, OpClass, Shape3};
+mod rules_2x;
+mod rules_3x;
+
+use crate::model::{Api, GemmKernel, Shape3};
 
 /// A rule broken by a kernel: the manifest field to blame and the message.
 pub type Finding = (&'static str, String);
 
-/// sm_80's shared memory per threadblock (163 KiB, with the opt-in carve-out).
-pub const SMEM_LIMIT_BYTES: u64 = 166_912;
-
-const fn s(m: u32, n: u32, k: u32) -> Shape3 {
-    Shape3::new(m, n, k)
-}
-
-/// Supported (opclass, a, accumulator) combinations and their instruction shapes.
-#[rustfmt::skip]
-const COMBINATIONS: &[(OpClass, DType, DType, &[Shape3])] = &[
-    (OpClass::TensorOp, DType::F16,  DType::F32, &[s(16, 8, 16), s(16, 8, 8)]),
-    (OpClass::TensorOp, DType::F16,  DType::F16, &[s(16, 8, 16), s(16, 8, 8)]),
-    (OpClass::TensorOp, DType::Bf16, DType::F32, &[s(16, 8, 16), s(16, 8, 8)]),
-    (OpClass::TensorOp, DType::F32,  DType::F32, &[s(16, 8, 8), s(16, 8, 4)]), // TF32
-    (OpClass::TensorOp, DType::F64,  DType::F64, &[s(8, 8, 4)]),
-    (OpClass::Simt,     DType::F32,  DType::F32, &[s(1, 1, 1)]),
-    (OpClass::Simt,     DType::F64,  DType::F64, &[s(1, 1, 1)]),
-];
-
 /// Every rule broken by `k`.
 pub fn check(k: &GemmKernel) -> Vec<Finding> {
     let mut out = Vec::new();
-    if k.arch != 80 {
-        out.push(("arch", format!(
-            "{} is not supported; allowed: 80 (CUTLASS 2.x kernels are built for sm_80; they also run on sm_86, sm_89 and sm_90)",
-            k.arch
-        )));
-    }
-    types(k, &mut out);
-    shapes(k, &mut out);
-    let (low, high) = if k.opclass == OpClass::TensorOp {
-        (3, 10)
-    } else {
-        (2, 10)
-    };
-    if !(low..=high).contains(&k.stages) {
+    if k.arch != 80 && k.arch != 90 {
         out.push((
-            "stages",
+            "arch",
             format!(
-                "{} is out of range for {}; allowed: {low} to {high}",
-                k.stages, k.opclass
+                "{} is not supported; allowed: 80 (CUTLASS 2.x kernels built for sm_80; they also run on \
+                 sm_86, sm_89 and sm_90), 90 (CUTLASS 3.x kernels built for sm_90a; they run on sm_90 only)",
+                k.arch
             ),
         ));
     }
-    alignments(k, &mut out);
-    if (low..=high).contains(&k.stages) {
-        shared_memory(k, &mut out); // with absurd stages the estimate would only add noise
+    // An unsupported arch is checked by the rules of the generation it falls in.
+    match k.api() {
+        Api::Cutlass2x => rules_2x::check(k, &mut out),
+        Api::Cutlass3x => rules_3x::check(k, &mut out),
     }
     out
 }
@@ -61,102 +36,16 @@ fn list<T: ToString>(values: &[T]) -> String {
     values.iter().map(T::to_string).collect::<Vec<_>>().join(", ")
 }
 
-fn types(k: &GemmKernel, out: &mut Vec<Finding>) {
-    let (a, acc) = (k.element_a, k.element_accumulator);
-    if k.element_b != a {
-        out.push(("b", format!(
-            "{} differs from a ({a}); mixed-input GEMM is not supported in version 1: b must equal a (or be left out)",
-            k.element_b
-        )));
-    }
-    match COMBINATIONS
-        .iter()
-        .find(|(op, ca, cacc, _)| (*op, *ca, *cacc) == (k.opclass, a, acc))
-    {
-        Some((_, _, _, instructions)) if !instructions.contains(&k.instruction) => {
-            out.push((
-                "instruction",
-                format!(
-                    "{} is not supported for {} with a {a} and accumulator {acc}; allowed: {}",
-                    k.instruction,
-                    k.opclass,
-                    list(instructions)
-                ),
-            ));
-        }
-        Some(_) => {}
-        None => {
-            let allowed: Vec<String> = COMBINATIONS
-                .iter()
-                .filter(|(op, ..)| *op == k.opclass)
-                .map(|(_, ca, cacc, _)| {
-                    let tf32 = if k.opclass == OpClass::TensorOp && *ca == DType::F32 {
-                        " (TF32)"
-                    } else {
-                        ""
-                    };
-                    format!("a {ca}{tf32} with accumulator {cacc}")
-                })
-                .collect();
-            // Blame the accumulator if `a` itself is fine for this opclass.
-            let field = if COMBINATIONS
-                .iter()
-                .any(|(op, ca, ..)| (*op, *ca) == (k.opclass, a))
-            {
-                "accumulator"
-            } else {
-                "a"
-            };
-            let op = k.opclass;
-            let message = format!(
-                "{op} with a {a} and accumulator {acc} is not supported; \
-                 allowed {op} combinations: {}",
-                allowed.join("; ")
-            );
-            out.push((field, message));
-        }
-    }
-    let allowed_c: &[DType] = match a {
-        DType::F64 => &[DType::F64],
-        DType::F16 => &[DType::F16, DType::F32],
-        DType::Bf16 => &[DType::Bf16, DType::F32],
-        DType::F32 => &[DType::F32],
-    };
-    if !allowed_c.contains(&k.element_c) {
-        out.push((
-            "c",
-            format!(
-                "{} is not allowed with a {a}; allowed: {}",
-                k.element_c,
-                list(allowed_c)
-            ),
-        ));
-    }
-    // f16 accumulators may run their epilogue in f32; otherwise the epilogue computes in the accumulator type.
-    let allowed_epilogue: &[DType] = if acc == DType::F16 {
-        &[DType::F16, DType::F32]
-    } else {
-        &[acc]
-    };
-    if !allowed_epilogue.contains(&k.element_epilogue) {
-        out.push((
-            "epilogue_compute",
-            format!(
-                "{} is not allowed with accumulator {acc}; allowed: {}",
-                k.element_epilogue,
-                list(allowed_epilogue)
-            ),
-        ));
-    }
+/// Powers of two from 1 up to `max`.
+fn powers_of_two(max: u32) -> Vec<u32> {
+    (0..32).map(|e| 1u32 << e).take_while(|&p| p <= max).collect()
 }
 
-fn shapes(k: &GemmKernel, out: &mut Vec<Finding>) {
+/// Reports each of `shapes` that has a zero component; true if any has (rules that divide by
+/// these shapes must then be skipped).
+fn zero_components(shapes: &[(&'static str, Shape3)], out: &mut Vec<Finding>) -> bool {
     let mut zero = false;
-    for (field, shape) in [
-        ("tile", k.tile),
-        ("warps", k.warps),
-        ("instruction", k.instruction),
-    ] {
+    for &(field, shape) in shapes {
         if shape.as_array().contains(&0) {
             zero = true;
             out.push((
@@ -165,97 +54,20 @@ fn shapes(k: &GemmKernel, out: &mut Vec<Finding>) {
             ));
         }
     }
-    if zero {
-        return; // the rules below divide by these shapes
-    }
-    let (tile, warps, inst) = (k.tile, k.warps, k.instruction);
-    if warps.k != 1 {
-        out.push((
-            "warps",
-            format!(
-                "{warps} has k = {}; warps.k must be 1 (K is not split across warps)",
-                warps.k
-            ),
-        ));
-    }
-    let divides =
-        |big: Shape3, small: Shape3| big.m % small.m == 0 && big.n % small.n == 0 && big.k % small.k == 0;
-    if !divides(tile, warps) {
-        // Show the fractional warp tile so the offending dimension stands out.
-        let parts: Vec<String> = tile
-            .as_array()
-            .iter()
-            .zip(warps.as_array())
-            .map(|(&t, w)| (f64::from(t) / f64::from(w)).to_string())
-            .collect();
-        out.push(("tile", format!(
-            "{tile} is not divisible by warps {warps} (warp tile would be {}); each tile dimension must be a multiple of the warp count",
-            parts.join("x")
-        )));
-    } else if !divides(k.warp_tile(), inst) {
-        out.push(("tile", format!(
-            "warp tile {} (tile {tile} / warps {warps}) is not divisible by instruction {inst}; each warp tile dimension must be a multiple of the instruction shape",
-            k.warp_tile()
-        )));
-    }
-    let warp_count = u64::from(warps.m) * u64::from(warps.n) * u64::from(warps.k);
-    if warp_count * 32 > 1024 {
-        out.push(("warps", format!(
-            "{warps} is {warp_count} warps = {} threads per threadblock; at most 1024 threads (32 warps) are allowed",
-            warp_count * 32
-        )));
-    }
+    zero
 }
 
-/// Powers of two from 1 up to `max`.
-fn powers_of_two(max: u32) -> Vec<u32> {
-    (0..32).map(|e| 1u32 << e).take_while(|&p| p <= max).collect()
-}
-
-fn alignments(k: &GemmKernel, out: &mut Vec<Finding>) {
-    let a = k.element_a;
-    let tensorop = k.opclass == OpClass::TensorOp;
-    // cp.async (used by tensorop mainloops) copies 4, 8 or 16 bytes, never fewer.
-    let allowed: Vec<u32> = powers_of_two(crate::model::max_ab_alignment(k.opclass, a))
-        .into_iter()
-        .filter(|&p| !tensorop || p * a.bits() / 8 >= 4)
-        .collect();
-    if !allowed.contains(&k.alignment_a) {
-        let why = if tensorop {
-            " and at least 4 bytes, because cp.async copies 4, 8 or 16 bytes"
-        } else {
-            ""
-        };
-        out.push((
-            "alignment",
-            format!(
-            "{} is not allowed for {} {a} operands; allowed: {} (a power of two of at most 128 bits{why})",
-            k.alignment_a, k.opclass, list(&allowed)
-        ),
-        ));
-    }
-    let allowed_c = powers_of_two(k.element_c.max_alignment());
-    if !allowed_c.contains(&k.alignment_c) {
-        out.push((
-            "alignment_c",
-            format!(
-                "{} is not allowed for c {}; allowed: {} (a power of two of at most 128 bits)",
-                k.alignment_c,
-                k.element_c,
-                list(&allowed_c)
-            ),
-        ));
-    }
-}
-
-fn shared_memory(k: &GemmKernel, out: &mut Vec<Finding>) {
-    let (tile, stages) = (k.tile, u64::from(k.stages));
-    let a_bytes = u64::from(tile.m) * u64::from(tile.k) * u64::from(k.element_a.bits()) / 8;
-    let b_bytes = u64::from(tile.n) * u64::from(tile.k) * u64::from(k.element_b.bits()) / 8;
-    let bytes = stages * (a_bytes + b_bytes);
-    if bytes > SMEM_LIMIT_BYTES {
-        out.push(("tile", format!(
-            "shared memory estimate {bytes} bytes ({stages} stages x ({a_bytes} bytes of A + {b_bytes} bytes of B) for tile {tile}) exceeds sm_80's per-block limit of {SMEM_LIMIT_BYTES} bytes (163 KiB); use a smaller tile or fewer stages"
-        )));
-    }
+/// Shared memory one pipeline stage takes: the A tile and the B tile, in bytes (saturating, so
+/// that absurd tiles cannot overflow).
+fn stage_bytes(k: &GemmKernel) -> (u64, u64) {
+    let bytes = |rows: u32, bits: u32| {
+        u64::from(rows)
+            .saturating_mul(u64::from(k.tile.k))
+            .saturating_mul(u64::from(bits))
+            / 8
+    };
+    (
+        bytes(k.tile.m, k.element_a.bits()),
+        bytes(k.tile.n, k.element_b.bits()),
+    )
 }

@@ -85,6 +85,26 @@ pub fn integer(v: &Value) -> Result<u32, String> {
         .ok_or_else(|| format!("{} is not allowed; expected a non-negative integer", describe(v)))
 }
 
+/// A `stages` value: a count, or `auto` (as many as fit; CUTLASS 3.x only, checked in `arch_keys.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stages {
+    Auto,
+    Fixed(u32),
+}
+
+/// One `stages` value: a non-negative integer or `auto`.
+pub fn stages(v: &Value) -> Result<Stages, String> {
+    match v {
+        Value::String(s) if s == "auto" => Ok(Stages::Auto),
+        _ => integer(v).map(Stages::Fixed).map_err(|_| {
+            format!(
+                "{} is not allowed; expected a non-negative integer, or `auto` (arch 90 only)",
+                describe(v)
+            )
+        }),
+    }
+}
+
 /// One enum value or a family of them, by manifest spelling; `allowed` lists the spellings.
 pub fn spelled_family<T>(
     v: &Value,

@@ -1,0 +1,115 @@
+//! Which keys an entry may have for its `arch`: CUTLASS 2.x kernels (arch 80) are shaped by `warps`
+//! (required), `instruction` and `swizzle`; CUTLASS 3.x kernels (arch 90) by `cluster`, `schedule`,
+//! `epilogue_schedule`, `tile_scheduler` and `stages: auto`. A key of the other generation is an
+//! error rather than silently ignored; so is `stages: 0` on arch 90, which would read as `auto`.
+//! Checked on the entry, where "given" and "left out" (and `auto` and 0) still differ: a resolved
+//! kernel stores a default either way.
+
+use super::entry::Entry;
+use super::values::Stages;
+use crate::model::Api;
+
+/// A key the entry must not have (or must have) for one of its arches.
+pub struct KeyProblem {
+    pub key: &'static str,
+    pub message: String,
+    /// True when a required key is missing: no kernel can be built from the entry.
+    pub blocking: bool,
+}
+
+/// The CUTLASS generation of `arch`: the same split as `GemmKernel::api()` (an unsupported arch is
+/// reported by `validate.rs` and checked as the generation it falls in).
+fn api(arch: u32) -> Api {
+    if arch >= 90 {
+        Api::Cutlass3x
+    } else {
+        Api::Cutlass2x
+    }
+}
+
+/// Every key of `e` that does not fit one of its arches.
+pub fn check(e: &Entry) -> Vec<KeyProblem> {
+    let has_2x = e.arch.iter().any(|&a| api(a) == Api::Cutlass2x);
+    let has_3x = e.arch.iter().any(|&a| api(a) == Api::Cutlass3x);
+    let split = if has_2x && has_3x {
+        "; this entry's `arch` list mixes 80 and 90, so split it into one entry per arch"
+    } else {
+        ""
+    };
+    let mut out = Vec::new();
+    let mut wrong = |key: &'static str, given: bool, why: &str| {
+        if given {
+            out.push(KeyProblem {
+                key,
+                message: format!("{why}{split}"),
+                blocking: false,
+            });
+        }
+    };
+    if has_2x {
+        let auto = e.stages.iter().flatten().any(|s| *s == Stages::Auto);
+        wrong(
+            "cluster",
+            e.cluster.is_some(),
+            "cluster is only for arch 90 (CUTLASS 3.x); 2.x kernels have no clusters: remove it",
+        );
+        wrong(
+            "schedule",
+            e.schedule.is_some(),
+            "schedule is only for arch 90 (CUTLASS 3.x); 2.x kernels are shaped by `warps` and `stages`: \
+             remove it",
+        );
+        wrong(
+            "epilogue_schedule",
+            e.epilogue_schedule.is_some(),
+            "epilogue_schedule is only for arch 90 (CUTLASS 3.x); 2.x kernels have one epilogue: remove it",
+        );
+        wrong(
+            "tile_scheduler",
+            e.tile_scheduler.is_some(),
+            "tile_scheduler is only for arch 90 (CUTLASS 3.x persistent kernels); 2.x kernels launch one \
+             threadblock per tile, in the order `swizzle` gives: remove it",
+        );
+        wrong(
+            "stages",
+            auto,
+            "`auto` is only for arch 90 (CUTLASS 3.x); 2.x kernels need a stage count: 3 to 10 (tensorop), \
+             2 to 10 (simt)",
+        );
+    }
+    if has_3x {
+        let zero = e.stages.iter().flatten().any(|s| *s == Stages::Fixed(0));
+        wrong(
+            "stages",
+            zero,
+            "0 is not allowed on arch 90; allowed: auto (as many stages as fit in shared memory), or 2 or \
+             more",
+        );
+        wrong(
+            "warps",
+            e.warps.is_some(),
+            "warps is only for arch 80 (CUTLASS 2.x); on arch 90 the kernel schedule decides the warp \
+             groups (see `schedule`): remove it",
+        );
+        wrong(
+            "instruction",
+            e.instruction.is_some(),
+            "instruction is only for arch 80 (CUTLASS 2.x); on arch 90 CUTLASS's collective builder picks \
+             the warpgroup MMA (wgmma) from the types and the tile: remove it",
+        );
+        wrong(
+            "swizzle",
+            e.swizzle.is_some(),
+            "swizzle is only for arch 80 (CUTLASS 2.x); arch 90 kernels choose their rasterisation at run \
+             time: remove it",
+        );
+    }
+    if has_2x && e.warps.is_none() {
+        out.push(KeyProblem {
+            key: "warps",
+            message: format!("missing; `warps` is required: the warp count [M, N, K], e.g. [2, 2, 1]{split}"),
+            blocking: true,
+        });
+    }
+    out
+}

@@ -1,0 +1,251 @@
+//! The rules of CUTLASS 2.x kernels (arch 80: universal GEMM for sm_80).
+
+use super::{list, powers_of_two, stage_bytes, zero_components, Finding};
+use crate::model::{DType, GemmKernel, OpClass, Shape3};
+
+/// sm_80's shared memory per threadblock (163 KiB, with the opt-in carve-out).
+pub const SMEM_LIMIT_BYTES: u64 = 166_912;
+
+/// The element types of 2.x kernels; the others (8-bit and integer types) need Hopper's tensor cores.
+const TYPES: &[DType] = &[DType::F16, DType::Bf16, DType::F32, DType::F64];
+
+const fn s(m: u32, n: u32, k: u32) -> Shape3 {
+    Shape3::new(m, n, k)
+}
+
+/// Supported (opclass, a, accumulator) combinations and their instruction shapes.
+#[rustfmt::skip]
+const COMBINATIONS: &[(OpClass, DType, DType, &[Shape3])] = &[
+    (OpClass::TensorOp, DType::F16,  DType::F32, &[s(16, 8, 16), s(16, 8, 8)]),
+    (OpClass::TensorOp, DType::F16,  DType::F16, &[s(16, 8, 16), s(16, 8, 8)]),
+    (OpClass::TensorOp, DType::Bf16, DType::F32, &[s(16, 8, 16), s(16, 8, 8)]),
+    (OpClass::TensorOp, DType::F32,  DType::F32, &[s(16, 8, 8), s(16, 8, 4)]), // TF32
+    (OpClass::TensorOp, DType::F64,  DType::F64, &[s(8, 8, 4)]),
+    (OpClass::Simt,     DType::F32,  DType::F32, &[s(1, 1, 1)]),
+    (OpClass::Simt,     DType::F64,  DType::F64, &[s(1, 1, 1)]),
+];
+
+/// Every 2.x rule broken by `k`, appended to `out`.
+pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
+    if !TYPES.contains(&k.element_a) {
+        // Every other rule depends on A's type: they would only add noise.
+        out.push((
+            "a",
+            format!(
+                "{} needs arch 90 (Hopper tensor cores, CUTLASS 3.x); allowed on arch 80: {}",
+                k.element_a,
+                list(TYPES)
+            ),
+        ));
+        return;
+    }
+    types(k, out);
+    shapes(k, out);
+    let (low, high) = if k.opclass == OpClass::TensorOp {
+        (3, 10)
+    } else {
+        (2, 10)
+    };
+    if !(low..=high).contains(&k.stages) {
+        out.push((
+            "stages",
+            format!(
+                "{} is out of range for {}; allowed: {low} to {high}",
+                k.stages, k.opclass
+            ),
+        ));
+    }
+    alignments(k, out);
+    if (low..=high).contains(&k.stages) {
+        shared_memory(k, out); // with absurd stages the estimate would only add noise
+    }
+}
+
+fn types(k: &GemmKernel, out: &mut Vec<Finding>) {
+    let (a, acc) = (k.element_a, k.element_accumulator);
+    if k.element_b != a {
+        out.push(("b", format!(
+            "{} differs from a ({a}); mixed-input GEMM is not supported in version 1: b must equal a (or be left out)",
+            k.element_b
+        )));
+    }
+    match COMBINATIONS
+        .iter()
+        .find(|(op, ca, cacc, _)| (*op, *ca, *cacc) == (k.opclass, a, acc))
+    {
+        Some((_, _, _, instructions)) if !instructions.contains(&k.instruction) => {
+            out.push((
+                "instruction",
+                format!(
+                    "{} is not supported for {} with a {a} and accumulator {acc}; allowed: {}",
+                    k.instruction,
+                    k.opclass,
+                    list(instructions)
+                ),
+            ));
+        }
+        Some(_) => {}
+        None => {
+            let allowed: Vec<String> = COMBINATIONS
+                .iter()
+                .filter(|(op, ..)| *op == k.opclass)
+                .map(|(_, ca, cacc, _)| {
+                    let tf32 = if k.opclass == OpClass::TensorOp && *ca == DType::F32 {
+                        " (TF32)"
+                    } else {
+                        ""
+                    };
+                    format!("a {ca}{tf32} with accumulator {cacc}")
+                })
+                .collect();
+            // Blame the accumulator if `a` itself is fine for this opclass.
+            let field = if COMBINATIONS
+                .iter()
+                .any(|(op, ca, ..)| (*op, *ca) == (k.opclass, a))
+            {
+                "accumulator"
+            } else {
+                "a"
+            };
+            let op = k.opclass;
+            let message = format!(
+                "{op} with a {a} and accumulator {acc} is not supported; \
+                 allowed {op} combinations: {}",
+                allowed.join("; ")
+            );
+            out.push((field, message));
+        }
+    }
+    let allowed_c: &[DType] = match a {
+        DType::F64 => &[DType::F64],
+        DType::F16 => &[DType::F16, DType::F32],
+        DType::Bf16 => &[DType::Bf16, DType::F32],
+        _ => &[DType::F32], // f32, the last of `TYPES`
+    };
+    if !allowed_c.contains(&k.element_c) {
+        let why = if TYPES.contains(&k.element_c) {
+            String::new()
+        } else {
+            format!("{} needs arch 90 (CUTLASS 3.x); ", k.element_c)
+        };
+        out.push((
+            "c",
+            format!(
+                "{} is not allowed with a {a}; {why}allowed: {}",
+                k.element_c,
+                list(allowed_c)
+            ),
+        ));
+    }
+    // f16 accumulators may run their epilogue in f32; otherwise the epilogue computes in the accumulator type.
+    let allowed_epilogue: &[DType] = if acc == DType::F16 {
+        &[DType::F16, DType::F32]
+    } else {
+        &[acc]
+    };
+    if !allowed_epilogue.contains(&k.element_epilogue) {
+        out.push((
+            "epilogue_compute",
+            format!(
+                "{} is not allowed with accumulator {acc}; allowed: {}",
+                k.element_epilogue,
+                list(allowed_epilogue)
+            ),
+        ));
+    }
+}
+
+fn shapes(k: &GemmKernel, out: &mut Vec<Finding>) {
+    let shapes = [
+        ("tile", k.tile),
+        ("warps", k.warps),
+        ("instruction", k.instruction),
+    ];
+    if zero_components(&shapes, out) {
+        return; // the rules below divide by these shapes
+    }
+    let (tile, warps, inst) = (k.tile, k.warps, k.instruction);
+    if warps.k != 1 {
+        out.push((
+            "warps",
+            format!(
+                "{warps} has k = {}; warps.k must be 1 (K is not split across warps)",
+                warps.k
+            ),
+        ));
+    }
+    let divides =
+        |big: Shape3, small: Shape3| big.m % small.m == 0 && big.n % small.n == 0 && big.k % small.k == 0;
+    if !divides(tile, warps) {
+        // Show the fractional warp tile so the offending dimension stands out.
+        let parts: Vec<String> = tile
+            .as_array()
+            .iter()
+            .zip(warps.as_array())
+            .map(|(&t, w)| (f64::from(t) / f64::from(w)).to_string())
+            .collect();
+        out.push(("tile", format!(
+            "{tile} is not divisible by warps {warps} (warp tile would be {}); each tile dimension must be a multiple of the warp count",
+            parts.join("x")
+        )));
+    } else if !divides(k.warp_tile(), inst) {
+        out.push(("tile", format!(
+            "warp tile {} (tile {tile} / warps {warps}) is not divisible by instruction {inst}; each warp tile dimension must be a multiple of the instruction shape",
+            k.warp_tile()
+        )));
+    }
+    let warp_count = u64::from(warps.m) * u64::from(warps.n) * u64::from(warps.k);
+    if warp_count * 32 > 1024 {
+        out.push(("warps", format!(
+            "{warps} is {warp_count} warps = {} threads per threadblock; at most 1024 threads (32 warps) are allowed",
+            warp_count * 32
+        )));
+    }
+}
+
+fn alignments(k: &GemmKernel, out: &mut Vec<Finding>) {
+    let a = k.element_a;
+    let tensorop = k.opclass == OpClass::TensorOp;
+    // cp.async (used by tensorop mainloops) copies 4, 8 or 16 bytes, never fewer.
+    let allowed: Vec<u32> = powers_of_two(crate::model::max_ab_alignment(k.opclass, a))
+        .into_iter()
+        .filter(|&p| !tensorop || p * a.bits() / 8 >= 4)
+        .collect();
+    if !allowed.contains(&k.alignment_a) {
+        let why = if tensorop {
+            " and at least 4 bytes, because cp.async copies 4, 8 or 16 bytes"
+        } else {
+            ""
+        };
+        out.push((
+            "alignment",
+            format!(
+            "{} is not allowed for {} {a} operands; allowed: {} (a power of two of at most 128 bits{why})",
+            k.alignment_a, k.opclass, list(&allowed)
+        ),
+        ));
+    }
+    let allowed_c = powers_of_two(k.element_c.max_alignment());
+    if !allowed_c.contains(&k.alignment_c) {
+        out.push((
+            "alignment_c",
+            format!(
+                "{} is not allowed for c {}; allowed: {} (a power of two of at most 128 bits)",
+                k.alignment_c,
+                k.element_c,
+                list(&allowed_c)
+            ),
+        ));
+    }
+}
+
+fn shared_memory(k: &GemmKernel, out: &mut Vec<Finding>) {
+    let (tile, stages) = (k.tile, u64::from(k.stages));
+    let (a_bytes, b_bytes) = stage_bytes(k);
+    let bytes = stages.saturating_mul(a_bytes.saturating_add(b_bytes));
+    if bytes > SMEM_LIMIT_BYTES {
+        out.push(("tile", format!(
+            "shared memory estimate {bytes} bytes ({stages} stages x ({a_bytes} bytes of A + {b_bytes} bytes of B) for tile {tile}) exceeds sm_80's per-block limit of {SMEM_LIMIT_BYTES} bytes (163 KiB); use a smaller tile or fewer stages"
+        )));
+    }
+}
