@@ -6,10 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::compile::{self, CompileStats, JobLimiter, NvccSetup};
+use crate::dispatch_table;
 use crate::emit_cpp;
 use crate::emit_rust::{self, UnitImage};
 use crate::fsutil::{copy_if_changed, write_if_changed};
 use crate::manifest;
+use crate::model::Api;
 use crate::toolchain;
 
 /// Environment variables that make the build skip nvcc: kernels get wrappers and registry
@@ -20,14 +22,21 @@ pub const ARCHS_VAR: &str = "CUTLASS_AOT_ARCHS";
 
 /// The glue headers the generated units include, embedded so a downstream crate's build needs no
 /// path into this repository.
-const GLUE_HEADERS: &[(&str, &str)] = &[
+const GLUE_HEADERS: &[(&str, Option<Api>, &str)] = &[
     (
         "cutlass_aot/abi.h",
+        None,
         include_str!("../../cutlass_glue/include/cutlass_aot/abi.h"),
     ),
     (
         "cutlass_aot/gemm_2x.cuh",
+        Some(Api::Cutlass2x),
         include_str!("../../cutlass_glue/include/cutlass_aot/gemm_2x.cuh"),
+    ),
+    (
+        "cutlass_aot/gemm_3x.cuh",
+        Some(Api::Cutlass3x),
+        include_str!("../../cutlass_glue/include/cutlass_aot/gemm_3x.cuh"),
     ),
 ];
 
@@ -39,6 +48,7 @@ pub struct Builder {
     sass_archs: Vec<u32>,
     kernels_per_unit: usize,
     library_name: Option<String>,
+    dispatch_table: Option<PathBuf>,
 }
 
 /// What a build did.
@@ -105,7 +115,16 @@ impl Builder {
             sass_archs: vec![80, 90],
             kernels_per_unit: 4,
             library_name: None,
+            dispatch_table: None,
         }
+    }
+
+    /// A measured dispatch table to embed (`cutlass_aot::dispatch`): the TSV the profiler writes
+    /// with `--dispatch-out` (relative paths are relative to the crate root). Without one, dispatch
+    /// uses its heuristic.
+    pub fn dispatch_table(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.dispatch_table = Some(path.as_ref().to_path_buf());
+        self
     }
 
     /// Where generated files go (default: `$OUT_DIR`).
@@ -131,6 +150,29 @@ impl Builder {
     pub fn library_name(&mut self, name: &str) -> &mut Self {
         self.library_name = Some(name.to_string());
         self
+    }
+
+    fn read_dispatch_table(
+        &self,
+        kernels: &[crate::model::GemmKernel],
+    ) -> Result<dispatch_table::Table, BuildError> {
+        let Some(path) = &self.dispatch_table else {
+            return Ok(dispatch_table::Table::default());
+        };
+        println!("cargo:rerun-if-changed={}", path.display());
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BuildError::Io(format!("reading the dispatch table {}: {e}", path.display())))?;
+        let table = dispatch_table::parse(&text, &path.display().to_string(), kernels)
+            .map_err(|e| BuildError::Generate(format!("dispatch table: {e}")))?;
+        if !table.unknown_kernels.is_empty() {
+            println!(
+                "cargo:warning=cutlass-aot: {} row(s) of {} name kernels the manifest does not have and were dropped (re-run the profiler): {}",
+                table.unknown_kernels.len(),
+                path.display(),
+                table.unknown_kernels.join(", ")
+            );
+        }
+        Ok(table)
     }
 
     /// Runs the whole pipeline. Prints cargo directives; call from a build script.
@@ -167,12 +209,18 @@ impl Builder {
         if with_kernels {
             let toolchain = toolchain::discover(&env).map_err(BuildError::Toolchain)?;
             let glue_include = work.join("glue");
-            let mut glue_fingerprint = Vec::new();
-            for (name, text) in GLUE_HEADERS {
+            // A unit's objects depend on the shared header and its generation's header only, so
+            // editing the 3.x glue leaves cached 2.x objects valid (and vice versa).
+            let mut glue_fingerprints = [Vec::new(), Vec::new()];
+            for (name, api, text) in GLUE_HEADERS {
                 write_if_changed(&glue_include.join(name), text.as_bytes())
                     .map_err(|e| io("writing glue headers", e))?;
-                glue_fingerprint.extend_from_slice(name.as_bytes());
-                glue_fingerprint.extend_from_slice(text.as_bytes());
+                for (slot, fingerprint) in glue_fingerprints.iter_mut().enumerate() {
+                    if api.map_or(true, |api| api as usize == slot) {
+                        fingerprint.extend_from_slice(name.as_bytes());
+                        fingerprint.extend_from_slice(text.as_bytes());
+                    }
+                }
             }
             let archs = match env(ARCHS_VAR) {
                 Some(list) => parse_archs(&list)?,
@@ -190,7 +238,7 @@ impl Builder {
                     "{} / CUTLASS {}",
                     toolchain.nvcc_version, toolchain.cutlass_version
                 ),
-                glue_fingerprint,
+                glue_fingerprints,
             };
             let cache = toolchain::cache_root(&env).map_err(BuildError::Toolchain)?;
             let (compiled, compile_stats) = compile::compile_units(
@@ -240,7 +288,9 @@ impl Builder {
             .manifest
             .file_name()
             .map_or_else(|| "manifest".into(), |n| n.to_string_lossy().into_owned());
-        let rust = emit_rust::generate(&label, &images).map_err(|e| BuildError::Generate(e.to_string()))?;
+        let dispatch = self.read_dispatch_table(&kernels)?;
+        let rust = emit_rust::generate(&label, &images, &kernels, &dispatch)
+            .map_err(|e| BuildError::Generate(e.to_string()))?;
         let rust_file = work.join("kernels.rs");
         write_if_changed(&rust_file, rust.as_bytes()).map_err(|e| io("writing kernels.rs", e))?;
 

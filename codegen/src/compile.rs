@@ -17,6 +17,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use crate::emit_cpp::Unit;
+use crate::model::Api;
 
 /// Which output of a unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,12 +47,14 @@ pub struct NvccSetup {
     pub nvcc: PathBuf,
     /// `-I` directories: the glue headers first, then CUTLASS and CUDA.
     pub include_dirs: Vec<PathBuf>,
-    /// SASS targets, e.g. `[80, 90]`: every kernel is compiled for each.
+    /// SASS targets of CUTLASS 2.x units, e.g. `[80, 90]`: every 2.x kernel is compiled for each.
+    /// CUTLASS 3.x units are always compiled for sm_90a only (their instructions exist nowhere else).
     pub sass_archs: Vec<u32>,
     /// Text that identifies the toolchain (nvcc and CUTLASS versions), part of every cache key.
     pub toolchain_id: String,
-    /// Concatenated contents of the glue headers, part of every cache key.
-    pub glue_fingerprint: Vec<u8>,
+    /// Concatenated contents of the glue headers a unit includes, part of every cache key: per
+    /// generation (indexed by `Api as usize`), the shared header and that generation's own.
+    pub glue_fingerprints: [Vec<u8>; 2],
 }
 
 /// The compiled outputs of one unit.
@@ -95,7 +98,7 @@ const COMMON_FLAGS: &[&str] = &[
 
 impl NvccSetup {
     /// The full argument list (after the program) for `pass`, without input and output paths.
-    fn arguments(&self, pass: Pass) -> Vec<String> {
+    fn arguments(&self, pass: Pass, api: Api) -> Vec<String> {
         let mut args: Vec<String> = COMMON_FLAGS.iter().map(|s| s.to_string()).collect();
         for dir in &self.include_dirs {
             args.push(format!("-I{}", dir.display()));
@@ -104,11 +107,20 @@ impl NvccSetup {
             Pass::Device => {
                 args.push("-DCUTLASS_AOT_DEVICE_PASS".into());
                 args.push("-fatbin".into());
-                for arch in &self.sass_archs {
-                    // 2.x kernels are sm_80 code: compile the compute_80 virtual ISA to each SASS
-                    // target so that no PTX has to be JIT-compiled by the driver at run time.
-                    args.push("-gencode".into());
-                    args.push(format!("arch=compute_80,code=sm_{arch}"));
+                match api {
+                    Api::Cutlass2x => {
+                        for arch in &self.sass_archs {
+                            // 2.x kernels are sm_80 code: compile the compute_80 virtual ISA to
+                            // each SASS target so that no PTX is JIT-compiled at run time.
+                            args.push("-gencode".into());
+                            args.push(format!("arch=compute_80,code=sm_{arch}"));
+                        }
+                    }
+                    Api::Cutlass3x => {
+                        // wgmma and setmaxnreg exist only in the sm_90a target.
+                        args.push("-gencode".into());
+                        args.push("arch=compute_90a,code=sm_90a".into());
+                    }
                 }
             }
             Pass::Host => {
@@ -116,7 +128,10 @@ impl NvccSetup {
                 args.push("-c".into());
                 // The unit is empty in the device sub-pass; name one cheap target for it.
                 args.push("-gencode".into());
-                args.push("arch=compute_80,code=compute_80".into());
+                args.push(match api {
+                    Api::Cutlass2x => "arch=compute_80,code=compute_80".into(),
+                    Api::Cutlass3x => "arch=compute_90a,code=compute_90a".into(),
+                });
             }
         }
         args.push("-x".into());
@@ -135,14 +150,14 @@ impl NvccSetup {
         }
     }
 
-    /// Content hash naming the output of `pass` for `unit_source`.
-    pub fn cache_key(&self, unit_source: &str, pass: Pass) -> String {
+    /// Content hash naming the output of `pass` for `unit_source` (of generation `api`).
+    pub fn cache_key(&self, unit_source: &str, pass: Pass, api: Api) -> String {
         let (program, prefix) = self.program(pass);
         let mut hasher = Sha256::new();
         for part in [
             b"cutlass-aot-cache-v1".as_slice(),
             self.toolchain_id.as_bytes(),
-            &self.glue_fingerprint,
+            &self.glue_fingerprints[api as usize],
             unit_source.as_bytes(),
             program
                 .file_name()
@@ -158,7 +173,7 @@ impl NvccSetup {
             .include_dirs
             .first()
             .map(|dir| format!("-I{}", dir.display()));
-        for arg in prefix.iter().chain(self.arguments(pass).iter()) {
+        for arg in prefix.iter().chain(self.arguments(pass, api).iter()) {
             let arg = if Some(arg) == glue_flag.as_ref() {
                 "-I<glue>"
             } else {
@@ -233,7 +248,7 @@ pub fn compile_units(
         })?;
         let mut outputs = [PathBuf::new(), PathBuf::new()];
         for (slot, pass) in [Pass::Device, Pass::Host].into_iter().enumerate() {
-            let key = setup.cache_key(&unit.source, pass);
+            let key = setup.cache_key(&unit.source, pass, unit.api);
             let output = objects.join(format!("{key}.{}", pass.extension()));
             if output.is_file() {
                 stats.from_cache += 1;
@@ -279,7 +294,7 @@ pub fn compile_units(
                     return;
                 }
                 let job = &jobs[index];
-                let result = run_nvcc(setup, job.pass, &job.source, &job.output);
+                let result = run_nvcc(setup, job.pass, units[job.unit].api, &job.source, &job.output);
                 drop(token);
                 if let Err(message) = result {
                     let mut slot = first_error.lock().unwrap();
@@ -301,13 +316,13 @@ pub fn compile_units(
 
 /// Runs one nvcc pass into a temporary file, then renames it into the cache (atomic: a crashed or
 /// concurrent build never leaves a half-written object under a valid key).
-fn run_nvcc(setup: &NvccSetup, pass: Pass, source: &Path, output: &Path) -> Result<(), String> {
+fn run_nvcc(setup: &NvccSetup, pass: Pass, api: Api, source: &Path, output: &Path) -> Result<(), String> {
     let (program, prefix) = setup.program(pass);
     let temp = output.with_extension(format!("{}.tmp{}", pass.extension(), std::process::id()));
     let mut command = Command::new(&program);
     command
         .args(&prefix)
-        .args(setup.arguments(pass))
+        .args(setup.arguments(pass, api))
         .arg(source)
         .arg("-o")
         .arg(&temp);

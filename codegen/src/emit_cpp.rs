@@ -4,17 +4,20 @@
 //! several kernels in one unit cost far less than one unit each. Units are keyed by type family
 //! (op class, A type, accumulator) so adding a kernel of one family leaves the other units — and
 //! their cached objects — untouched. Within a family, units hold at most `max_per_unit` kernels so
-//! that 2+ cores have work in parallel.
+//! that 2+ cores have work in parallel. CUTLASS 2.x and 3.x kernels never share a unit: they are
+//! compiled for different targets (sm_80 code vs sm_90a code).
 
 use std::fmt::Write as _;
 
-use crate::model::{GemmKernel, OpClass};
+use crate::model::{Api, GemmKernel, OpClass, Shape3};
 
 /// One generated translation unit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unit {
     /// File stem, a valid C identifier (e.g. `tensorop_f16_f32_0`).
     pub name: String,
+    /// CUTLASS generation of every kernel of the unit (decides the nvcc targets).
+    pub api: Api,
     pub kernels: Vec<GemmKernel>,
     /// The C++ source text.
     pub source: String,
@@ -38,6 +41,7 @@ pub fn plan_units(kernels: &[GemmKernel], max_per_unit: usize) -> Vec<Unit> {
             let source = unit_source(&name, chunk);
             units.push(Unit {
                 name,
+                api: chunk[0].api(),
                 kernels: chunk.to_vec(),
                 source,
             });
@@ -47,8 +51,12 @@ pub fn plan_units(kernels: &[GemmKernel], max_per_unit: usize) -> Vec<Unit> {
 }
 
 fn family_of(kernel: &GemmKernel) -> String {
+    let prefix = match kernel.api() {
+        Api::Cutlass2x => "",
+        Api::Cutlass3x => "sm90_",
+    };
     format!(
-        "{}_{}_{}",
+        "{prefix}{}_{}_{}",
         kernel.opclass.manifest_name(),
         kernel.element_a.manifest_name(),
         kernel.element_accumulator.manifest_name()
@@ -70,10 +78,17 @@ pub fn unit_source(unit_name: &str, kernels: &[GemmKernel]) -> String {
     // In the host pass nvcc still runs a device sub-pass; skipping the whole unit there halves the
     // cost of the host object.
     out.push_str("#if !(defined(CUTLASS_AOT_HOST_PASS) && defined(__CUDA_ARCH__))\n");
-    out.push_str("#include \"cutlass_aot/gemm_2x.cuh\"\n");
+    let api = kernels.first().map_or(Api::Cutlass2x, GemmKernel::api);
+    out.push_str(match api {
+        Api::Cutlass2x => "#include \"cutlass_aot/gemm_2x.cuh\"\n",
+        Api::Cutlass3x => "#include \"cutlass_aot/gemm_3x.cuh\"\n",
+    });
     for kernel in kernels {
         out.push('\n');
-        out.push_str(&kernel_source(kernel));
+        out.push_str(&match kernel.api() {
+            Api::Cutlass2x => kernel_source(kernel),
+            Api::Cutlass3x => kernel_source_3x(kernel),
+        });
     }
     out.push_str("\n#endif\n");
     out
@@ -123,5 +138,72 @@ fn kernel_source(k: &GemmKernel) -> String {
         align_a = k.alignment_a,
         align_b = k.alignment_b,
         math = k.math.cutlass_type(),
+    )
+}
+
+/// `cute::Shape<cute::_128, cute::_128, cute::_64>`: static extents, as the builders require.
+fn cute_shape(s: Shape3) -> String {
+    format!("cute::Shape<cute::_{}, cute::_{}, cute::_{}>", s.m, s.n, s.k)
+}
+
+/// Element type of a 3.x operand: f32 operands run on tensor cores as TF32, which CUTLASS 3.x
+/// spells as the element type (same 32-bit storage).
+fn operand_type_3x(d: crate::model::DType) -> &'static str {
+    match d {
+        crate::model::DType::F32 => "cutlass::tfloat32_t",
+        other => other.cutlass_type(),
+    }
+}
+
+fn kernel_source_3x(k: &GemmKernel) -> String {
+    // Automatic stages leave room for the epilogue's shared memory (CUTLASS's own idiom).
+    let stages = if k.stages == 0 {
+        "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(\n        \
+         sizeof(typename CollectiveEpilogue::SharedStorage))>"
+            .to_string()
+    } else {
+        format!("cutlass::gemm::collective::StageCount<{}>", k.stages)
+    };
+    format!(
+        "// {origin}\n\
+         namespace {name}_types {{\n\
+         using TileShape = {tile};\n\
+         using ClusterShape = {cluster};\n\
+         using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<\n    \
+         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,\n    \
+         cutlass::epilogue::collective::EpilogueTileAuto, {eacc}, {eepi},\n    \
+         {ec}, {lc}, {align_c},\n    \
+         {ec}, {lc}, {align_c},\n    \
+         {epilogue_schedule}>::CollectiveOp;\n\
+         using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<\n    \
+         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,\n    \
+         {ea}, {la}, {align_a},\n    \
+         {eb}, {lb}, {align_b},\n    \
+         {eacc}, TileShape, ClusterShape,\n    \
+         {stages},\n    \
+         {schedule}>::CollectiveOp;\n\
+         using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>,\n    \
+         CollectiveMainloop, CollectiveEpilogue, {scheduler}>;\n\
+         }} // namespace {name}_types\n\
+         CUTLASS_AOT_GEMM_3X({name}, {name}_types::Kernel)\n",
+        origin = k.origin,
+        name = k.name,
+        tile = cute_shape(k.tile),
+        cluster = cute_shape(k.cluster),
+        ea = operand_type_3x(k.element_a),
+        la = k.layout_a.cutlass_type(),
+        eb = operand_type_3x(k.element_b),
+        lb = k.layout_b.cutlass_type(),
+        ec = k.element_c.cutlass_type(),
+        lc = k.layout_c.cutlass_type(),
+        eacc = k.element_accumulator.cutlass_type(),
+        eepi = k.element_epilogue.cutlass_type(),
+        align_a = k.alignment_a,
+        align_b = k.alignment_b,
+        align_c = k.alignment_c,
+        stages = stages,
+        schedule = k.schedule.cutlass_type(),
+        epilogue_schedule = k.epilogue_schedule.cutlass_type(k.schedule),
+        scheduler = k.tile_scheduler.cutlass_type(),
     )
 }

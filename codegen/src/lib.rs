@@ -3,7 +3,7 @@
 //! The pipeline, one module per step:
 //! [`manifest`] (read + validate YAML) → [`model`] (resolved kernels) → [`emit_cpp`] (CUTLASS C++
 //! translation units) → [`compile`] (nvcc, parallel, content-addressed cache) → [`emit_rust`]
-//! (typed wrappers + registry). [`toolchain`] finds or installs nvcc and CUTLASS; [`builder`] ties
+//! (typed wrappers + registry + the measured [`dispatch_table`]). [`toolchain`] finds or installs nvcc and CUTLASS; [`builder`] ties
 //! it together for a `build.rs`:
 //!
 //! ```no_run
@@ -13,6 +13,7 @@
 
 pub mod builder;
 pub mod compile;
+pub mod dispatch_table;
 pub mod emit_cpp;
 pub mod emit_rust;
 mod fsutil;

@@ -30,7 +30,46 @@ operations:
     warps: [2, 2, 1]
     stages: 2
     swizzle: identity4
+  - kind: gemm
+    name: bf16_sm90_{schedule}
+    arch: 90
+    a: bf16
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 64]
+    cluster: [2, 1, 1]
+    schedule: [cooperative, pingpong]
+    epilogue_schedule: tma
+  - kind: gemm
+    name: f16_sm90_streamk
+    arch: 90
+    a: f16
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 64]
+    stages: 4
+    schedule: cooperative
+    tile_scheduler: stream_k
 ";
+
+/// A measured table naming one kernel of the manifest and one it does not have.
+fn dispatch_table(
+    kernels: &[cutlass_aot_build::model::GemmKernel],
+) -> cutlass_aot_build::dispatch_table::Table {
+    let name = &kernels
+        .iter()
+        .find(|k| k.rust_name == "bf16_sm90_cooperative")
+        .unwrap()
+        .name;
+    let text = format!(
+        "# device: NVIDIA H100 80GB HBM3\n# date: 2026-11-21\n\
+         bf16\tbf16\tbf16\ttnt\t4096\t4096\t4096\t1\t{name}\t180.25\n\
+         bf16\tbf16\tbf16\ttnt\t16\t4096\t4096\t1\tcutlass3x_gone\t10.5\n"
+    );
+    let table = cutlass_aot_build::dispatch_table::parse(&text, "golden.tsv", kernels).unwrap();
+    assert_eq!(table.unknown_kernels, ["cutlass3x_gone"]);
+    table
+}
 
 fn golden(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -69,7 +108,15 @@ fn units() -> Vec<emit_cpp::Unit> {
 fn units_group_kernels_by_family() {
     let units = units();
     let names: Vec<_> = units.iter().map(|u| u.name.as_str()).collect();
-    assert_eq!(names, ["tensorop_f16_f32_0", "simt_f64_f64_0"]);
+    assert_eq!(
+        names,
+        [
+            "tensorop_f16_f32_0",
+            "simt_f64_f64_0",
+            "sm90_tensorop_bf16_f32_0",
+            "sm90_tensorop_f16_f32_0"
+        ]
+    );
     assert_eq!(units[0].kernels.len(), 2);
     // Families are split at the per-unit limit, in manifest order.
     let kernels = manifest::parse(MANIFEST, "golden.yaml").unwrap();
@@ -77,7 +124,14 @@ fn units_group_kernels_by_family() {
     let names: Vec<_> = split.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(
         names,
-        ["tensorop_f16_f32_0", "tensorop_f16_f32_1", "simt_f64_f64_0"]
+        [
+            "tensorop_f16_f32_0",
+            "tensorop_f16_f32_1",
+            "simt_f64_f64_0",
+            "sm90_tensorop_bf16_f32_0",
+            "sm90_tensorop_bf16_f32_1",
+            "sm90_tensorop_f16_f32_0"
+        ]
     );
 }
 
@@ -91,6 +145,8 @@ fn emitted_cpp_matches_golden() {
 #[test]
 fn emitted_rust_matches_golden() {
     let units = units();
+    let kernels = manifest::parse(MANIFEST, "golden.yaml").unwrap();
+    let table = dispatch_table(&kernels);
     let fatbin = PathBuf::from("/out/cutlass_aot/unit.fatbin");
     let images: Vec<_> = units
         .iter()
@@ -102,7 +158,7 @@ fn emitted_rust_matches_golden() {
         .collect();
     check_golden(
         "kernels.rs",
-        &emit_rust::generate("golden.yaml", &images).unwrap(),
+        &emit_rust::generate("golden.yaml", &images, &kernels, &table).unwrap(),
     );
     // Without nvcc: same API, no device code and no references to host symbols.
     let images: Vec<_> = units
@@ -113,7 +169,7 @@ fn emitted_rust_matches_golden() {
             kernels: &u.kernels,
         })
         .collect();
-    let stub = emit_rust::generate("golden.yaml", &images).unwrap();
+    let stub = emit_rust::generate("golden.yaml", &images, &kernels, &table).unwrap();
     assert!(
         !stub.contains("extern \"C\""),
         "stub build must not reference host symbols"

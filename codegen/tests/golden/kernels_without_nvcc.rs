@@ -12,6 +12,7 @@ pub mod hgemm_tn {
         rust_name: stringify!(hgemm_tn),
         origin: "golden.yaml:3",
         min_compute_capability: 80u32,
+        api: ::cutlass_aot::model::Api::Cutlass2x,
         opclass: ::cutlass_aot::model::OpClass::TensorOp,
         element_a: ::cutlass_aot::model::DType::F16,
         element_b: ::cutlass_aot::model::DType::F16,
@@ -25,12 +26,16 @@ pub mod hgemm_tn {
         alignment_b: 8u32,
         alignment_c: 8u32,
         tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 32u32),
+        cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
         warps: ::cutlass_aot::model::Shape3::new(2u32, 2u32, 1u32),
         instruction: ::cutlass_aot::model::Shape3::new(16u32, 8u32, 16u32),
         stages: 3u32,
         math: ::cutlass_aot::model::MathOp::MultiplyAdd,
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        schedule: ::cutlass_aot::model::KernelSchedule::Auto,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
         image: &super::IMAGE_TENSOROP_F16_F32_0,
         entry: c"cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tn_align8",
         prepare: ::core::option::Option::None,
@@ -69,6 +74,7 @@ pub mod hgemm_nn {
         rust_name: stringify!(hgemm_nn),
         origin: "golden.yaml:3",
         min_compute_capability: 80u32,
+        api: ::cutlass_aot::model::Api::Cutlass2x,
         opclass: ::cutlass_aot::model::OpClass::TensorOp,
         element_a: ::cutlass_aot::model::DType::F16,
         element_b: ::cutlass_aot::model::DType::F16,
@@ -82,12 +88,16 @@ pub mod hgemm_nn {
         alignment_b: 8u32,
         alignment_c: 8u32,
         tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 32u32),
+        cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
         warps: ::cutlass_aot::model::Shape3::new(2u32, 2u32, 1u32),
         instruction: ::cutlass_aot::model::Shape3::new(16u32, 8u32, 16u32),
         stages: 3u32,
         math: ::cutlass_aot::model::MathOp::MultiplyAdd,
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        schedule: ::cutlass_aot::model::KernelSchedule::Auto,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
         image: &super::IMAGE_TENSOROP_F16_F32_0,
         entry: c"cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_nn_align8",
         prepare: ::core::option::Option::None,
@@ -130,6 +140,7 @@ pub mod cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4 {
         rust_name: stringify!(cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4),
         origin: "golden.yaml:13",
         min_compute_capability: 80u32,
+        api: ::cutlass_aot::model::Api::Cutlass2x,
         opclass: ::cutlass_aot::model::OpClass::Simt,
         element_a: ::cutlass_aot::model::DType::F64,
         element_b: ::cutlass_aot::model::DType::F64,
@@ -143,12 +154,16 @@ pub mod cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4 {
         alignment_b: 1u32,
         alignment_c: 1u32,
         tile: ::cutlass_aot::model::Shape3::new(64u32, 64u32, 8u32),
+        cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
         warps: ::cutlass_aot::model::Shape3::new(2u32, 2u32, 1u32),
         instruction: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
         stages: 2u32,
         math: ::cutlass_aot::model::MathOp::MultiplyAdd,
         swizzle: ::cutlass_aot::model::Swizzle::Identity4,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        schedule: ::cutlass_aot::model::KernelSchedule::Auto,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
         image: &super::IMAGE_SIMT_F64_F64_0,
         entry: c"cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4",
         prepare: ::core::option::Option::None,
@@ -179,11 +194,229 @@ pub mod cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4 {
         ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
     }
 }
+static IMAGE_SM90_TENSOROP_BF16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
+    "sm90_tensorop_bf16_f32_0",
+    ::core::option::Option::None,
+);
+/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma`: D = alpha·(A @ B) + beta·C with A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:23.
+pub mod bf16_sm90_cooperative {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma",
+        rust_name: stringify!(bf16_sm90_cooperative),
+        origin: "golden.yaml:23",
+        min_compute_capability: 90u32,
+        api: ::cutlass_aot::model::Api::Cutlass3x,
+        opclass: ::cutlass_aot::model::OpClass::TensorOp,
+        element_a: ::cutlass_aot::model::DType::Bf16,
+        element_b: ::cutlass_aot::model::DType::Bf16,
+        element_c: ::cutlass_aot::model::DType::Bf16,
+        element_accumulator: ::cutlass_aot::model::DType::F32,
+        element_epilogue: ::cutlass_aot::model::DType::F32,
+        layout_a: ::cutlass_aot::model::Layout::Row,
+        layout_b: ::cutlass_aot::model::Layout::Column,
+        layout_c: ::cutlass_aot::model::Layout::Row,
+        alignment_a: 8u32,
+        alignment_b: 8u32,
+        alignment_c: 8u32,
+        tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+        cluster: ::cutlass_aot::model::Shape3::new(2u32, 1u32, 1u32),
+        warps: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        instruction: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        stages: 0u32,
+        math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+        swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        image: &super::IMAGE_SM90_TENSOROP_BF16_F32_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma",
+        prepare: ::core::option::Option::None,
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::bf16;
+        type B = ::cutlass_aot::half::bf16;
+        type C = ::cutlass_aot::half::bf16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel.
+    pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+    /// Launches the kernel on `stream` (stream-ordered, no synchronisation). Every extent,
+    /// stride, buffer length and pointer alignment is checked first; on error nothing is
+    /// launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+}
+/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma`: D = alpha·(A @ B) + beta·C with A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:23.
+pub mod bf16_sm90_pingpong {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma",
+        rust_name: stringify!(bf16_sm90_pingpong),
+        origin: "golden.yaml:23",
+        min_compute_capability: 90u32,
+        api: ::cutlass_aot::model::Api::Cutlass3x,
+        opclass: ::cutlass_aot::model::OpClass::TensorOp,
+        element_a: ::cutlass_aot::model::DType::Bf16,
+        element_b: ::cutlass_aot::model::DType::Bf16,
+        element_c: ::cutlass_aot::model::DType::Bf16,
+        element_accumulator: ::cutlass_aot::model::DType::F32,
+        element_epilogue: ::cutlass_aot::model::DType::F32,
+        layout_a: ::cutlass_aot::model::Layout::Row,
+        layout_b: ::cutlass_aot::model::Layout::Column,
+        layout_c: ::cutlass_aot::model::Layout::Row,
+        alignment_a: 8u32,
+        alignment_b: 8u32,
+        alignment_c: 8u32,
+        tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+        cluster: ::cutlass_aot::model::Shape3::new(2u32, 1u32, 1u32),
+        warps: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        instruction: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        stages: 0u32,
+        math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+        swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        schedule: ::cutlass_aot::model::KernelSchedule::Pingpong,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        image: &super::IMAGE_SM90_TENSOROP_BF16_F32_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma",
+        prepare: ::core::option::Option::None,
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::bf16;
+        type B = ::cutlass_aot::half::bf16;
+        type C = ::cutlass_aot::half::bf16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel.
+    pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+    /// Launches the kernel on `stream` (stream-ordered, no synchronisation). Every extent,
+    /// stride, buffer length and pointer alignment is checked first; on error nothing is
+    /// launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+}
+static IMAGE_SM90_TENSOROP_F16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
+    "sm90_tensorop_f16_f32_0",
+    ::core::option::Option::None,
+);
+/// `cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_4_tnt_align8_warpspecialized_cooperative_stream_k`: D = alpha·(A @ B) + beta·C with A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x64, 4 stages, from golden.yaml:33.
+pub mod f16_sm90_streamk {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_4_tnt_align8_warpspecialized_cooperative_stream_k",
+        rust_name: stringify!(f16_sm90_streamk),
+        origin: "golden.yaml:33",
+        min_compute_capability: 90u32,
+        api: ::cutlass_aot::model::Api::Cutlass3x,
+        opclass: ::cutlass_aot::model::OpClass::TensorOp,
+        element_a: ::cutlass_aot::model::DType::F16,
+        element_b: ::cutlass_aot::model::DType::F16,
+        element_c: ::cutlass_aot::model::DType::F16,
+        element_accumulator: ::cutlass_aot::model::DType::F32,
+        element_epilogue: ::cutlass_aot::model::DType::F32,
+        layout_a: ::cutlass_aot::model::Layout::Row,
+        layout_b: ::cutlass_aot::model::Layout::Column,
+        layout_c: ::cutlass_aot::model::Layout::Row,
+        alignment_a: 8u32,
+        alignment_b: 8u32,
+        alignment_c: 8u32,
+        tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+        cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+        warps: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        instruction: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        stages: 4u32,
+        math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+        swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::StreamK,
+        image: &super::IMAGE_SM90_TENSOROP_F16_F32_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_4_tnt_align8_warpspecialized_cooperative_stream_k",
+        prepare: ::core::option::Option::None,
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::f16;
+        type B = ::cutlass_aot::half::f16;
+        type C = ::cutlass_aot::half::f16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel.
+    pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+    /// Launches the kernel on `stream` (stream-ordered, no synchronisation). Every extent,
+    /// stride, buffer length and pointer alignment is checked first; on error nothing is
+    /// launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+}
 /// Every kernel of the manifest, for discovery (`find`, `supports`, filters).
 pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
     &[
         &hgemm_tn::INFO,
         &hgemm_nn::INFO,
         &cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4::INFO,
+        &bf16_sm90_cooperative::INFO,
+        &bf16_sm90_pingpong::INFO,
+        &f16_sm90_streamk::INFO,
+    ],
+);
+/// The measured dispatch table embedded by the build (`cutlass_aot::dispatch`).
+pub static DISPATCH: ::cutlass_aot::dispatch::Table = ::cutlass_aot::dispatch::Table::new(
+    "NVIDIA H100 80GB HBM3",
+    "2026-11-21",
+    &[
+        ::cutlass_aot::dispatch::Entry {
+            element_a: ::cutlass_aot::model::DType::Bf16,
+            element_b: ::cutlass_aot::model::DType::Bf16,
+            element_c: ::cutlass_aot::model::DType::Bf16,
+            layout_a: ::cutlass_aot::model::Layout::Row,
+            layout_b: ::cutlass_aot::model::Layout::Column,
+            layout_c: ::cutlass_aot::model::Layout::Row,
+            m: 4096usize,
+            n: 4096usize,
+            k: 4096usize,
+            batch: 1usize,
+            kernel: &bf16_sm90_cooperative::INFO,
+            us: 180.25f64,
+        },
     ],
 );

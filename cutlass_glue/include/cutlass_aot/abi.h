@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a struct below changes; generated code and runtime must agree. */
-#define CUTLASS_AOT_ABI_VERSION 1
+#define CUTLASS_AOT_ABI_VERSION 2
 
 /** Result of a prepare call. */
 typedef enum cutlass_aot_status {
@@ -33,8 +33,24 @@ typedef enum cutlass_aot_status {
   /** The launch grid exceeds the hardware limits (y and z at most 65535). */
   CUTLASS_AOT_ERROR_GRID_TOO_LARGE = 5,
   /** Any other CUTLASS status. */
-  CUTLASS_AOT_ERROR_INTERNAL = 6
+  CUTLASS_AOT_ERROR_INTERNAL = 6,
+  /** The driver refused a TMA descriptor (`launch->driver_error` holds its CUresult). */
+  CUTLASS_AOT_ERROR_TMA_ENCODE = 7,
+  /** The problem needs `launch->workspace_bytes` of workspace, more than `workspace_capacity`. */
+  CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL = 8
 } cutlass_aot_status;
+
+/**
+ * The driver's `cuTensorMapEncodeTiled`, passed in by the runtime (CUTLASS 3.x host code builds its
+ * TMA descriptors through it). Same C signature as the driver's; enums are passed as int32_t.
+ */
+typedef int32_t (*cutlass_aot_encode_tiled_fn)(void *tensor_map, int32_t data_type, uint32_t rank,
+                                               void *global_address, const uint64_t *global_dim,
+                                               const uint64_t *global_strides,
+                                               const uint32_t *box_dim,
+                                               const uint32_t *element_strides, int32_t interleave,
+                                               int32_t swizzle, int32_t l2_promotion,
+                                               int32_t oob_fill);
 
 /** GEMM modes of CUTLASS's universal GEMM. */
 typedef enum cutlass_aot_gemm_mode {
@@ -53,12 +69,15 @@ typedef struct cutlass_aot_gemm_args {
   int32_t batch_count;
   int32_t device_sms;   /* multiprocessors of the device that will run the kernel */
   int32_t sm_occupancy; /* resident CTAs per multiprocessor (only stream-K kernels use it) */
-  int32_t reserved;
+  int32_t raster_order; /* 3.x tile order: 0 CUTLASS's heuristic, 1 along M, 2 along N */
+  int32_t max_swizzle;  /* 3.x tile swizzle: 0 CUTLASS's default (1), else 1, 2, 4 or 8 */
   const void *a;
   const void *b;
   const void *c;
   void *d;
-  void *workspace;
+  void *workspace;          /* device memory of `workspace_capacity` bytes, or NULL */
+  uint64_t workspace_capacity;
+  cutlass_aot_encode_tiled_fn encode_tiled; /* required by CUTLASS 3.x kernels */
   int64_t lda; /* leading dimensions, in elements */
   int64_t ldb;
   int64_t ldc;
@@ -71,15 +90,32 @@ typedef struct cutlass_aot_gemm_args {
   double beta;
 } cutlass_aot_gemm_args;
 
+/** Most workspace fills one prepare call may ask for. */
+#define CUTLASS_AOT_MAX_FILLS 4
+
+/**
+ * A fill of part of the workspace the runtime must enqueue, in order, before the launch (CUTLASS
+ * asks for these, for example to zero stream-K or split-K semaphores).
+ */
+typedef struct cutlass_aot_fill {
+  uint64_t offset;       /* bytes from the start of the workspace */
+  uint64_t count;        /* elements */
+  uint32_t element_bytes; /* 1, 2 or 4 */
+  uint32_t value;        /* the element's bits */
+} cutlass_aot_fill;
+
 /** Everything the runtime needs to launch the kernel once Params are built. */
 typedef struct cutlass_aot_launch {
   uint32_t grid[3];
   uint32_t block[3];
-  uint32_t cluster[3];
+  uint32_t cluster[3]; /* 1x1x1: a plain launch; otherwise a cluster launch */
   uint32_t shared_mem_bytes;
   uint32_t params_bytes;
-  uint32_t reserved;
+  int32_t driver_error; /* CUresult of a failed TMA encode, else 0 */
   uint64_t workspace_bytes;
+  uint32_t fill_count;
+  uint32_t reserved;
+  cutlass_aot_fill fills[CUTLASS_AOT_MAX_FILLS];
 } cutlass_aot_launch;
 
 /**

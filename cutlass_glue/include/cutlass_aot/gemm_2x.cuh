@@ -45,6 +45,7 @@ int32_t gemm_2x_prepare(const cutlass_aot_gemm_args *in, void *params_out, size_
   using Params = typename Kernel::Params;
   static_assert(std::is_trivially_copyable<Params>::value, "Params must be copyable as bytes");
 
+  std::memset(launch, 0, sizeof(*launch));
   cutlass::gemm::GemmUniversalMode mode;
   switch (in->mode) {
   case CUTLASS_AOT_MODE_GEMM:
@@ -79,6 +80,16 @@ int32_t gemm_2x_prepare(const cutlass_aot_gemm_args *in, void *params_out, size_
   if (grid.y > 65535u || grid.z > 65535u) {
     return CUTLASS_AOT_ERROR_GRID_TOO_LARGE;
   }
+  uint64_t workspace_bytes = params.get_workspace_size();
+  launch->workspace_bytes = workspace_bytes;
+  if (workspace_bytes > 0) {
+    if (in->workspace == nullptr || workspace_bytes > in->workspace_capacity) {
+      return CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL;
+    }
+    // Serial split-K semaphores start at zero on every launch.
+    launch->fill_count = 1;
+    launch->fills[0] = cutlass_aot_fill{0, workspace_bytes, 1, 0};
+  }
   params.semaphore = static_cast<int *>(in->workspace);
   std::memcpy(params_out, &params, sizeof(Params));
 
@@ -91,8 +102,6 @@ int32_t gemm_2x_prepare(const cutlass_aot_gemm_args *in, void *params_out, size_
   launch->cluster[0] = launch->cluster[1] = launch->cluster[2] = 1;
   launch->shared_mem_bytes = static_cast<uint32_t>(sizeof(typename Kernel::SharedStorage));
   launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
-  launch->reserved = 0;
-  launch->workspace_bytes = params.get_workspace_size();
   return CUTLASS_AOT_OK;
 }
 

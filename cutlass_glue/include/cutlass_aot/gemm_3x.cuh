@@ -1,0 +1,276 @@
+/*
+ * CUTLASS 3.x GEMM (sm_90a, collective builders): the device entry point and the host `prepare`
+ * function of a kernel. Compiled twice like the 2.x units (see gemm_2x.cuh).
+ *
+ * Three things differ from 2.x:
+ *  - Params hold TMA descriptors, which embed global addresses: they are rebuilt on every call.
+ *    CUTLASS encodes them with the driver's cuTensorMapEncodeTiled. That call is routed here to the
+ *    driver function the runtime passes in (`args->encode_tiled`), and a failure is reported as
+ *    CUTLASS_AOT_ERROR_TMA_ENCODE: with -DNDEBUG CUTLASS itself would only print to stderr, or not
+ *    even that, and launch with a broken descriptor.
+ *  - Workspace fills CUTLASS would enqueue with the CUDA runtime (stream-K semaphores) are recorded
+ *    through a CudaHostAdapter and enqueued by the runtime on the caller's stream.
+ *  - Launches may use thread-block clusters; `launch->cluster` says so.
+ */
+#pragma once
+
+#include <cstring>
+#include <type_traits>
+
+#include <cuda.h>
+
+#include "cutlass_aot/abi.h"
+
+namespace cutlass_aot {
+
+/// The arguments of the prepare call running on this thread, for the TMA encode hook below.
+inline thread_local const cutlass_aot_gemm_args *tma_args = nullptr;
+/// First CUresult a TMA encode returned during that call (0 = none failed).
+inline thread_local int32_t tma_first_error = 0;
+
+/// Stands in for the driver's cuTensorMapEncodeTiled inside CUTLASS (see the #define below).
+inline CUresult encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                             void *address, const cuuint64_t *dims, const cuuint64_t *strides,
+                             const cuuint32_t *box, const cuuint32_t *element_strides,
+                             CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                             CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  int32_t result = CUDA_ERROR_NOT_INITIALIZED;
+  if (tma_args != nullptr && tma_args->encode_tiled != nullptr) {
+    result = tma_args->encode_tiled(map, type, rank, address, dims, strides, box, element_strides,
+                                    interleave, swizzle, l2, oob);
+  }
+  if (result != CUDA_SUCCESS && tma_first_error == 0) {
+    tma_first_error = result;
+  }
+  return static_cast<CUresult>(result);
+}
+
+} // namespace cutlass_aot
+
+// Route CUTLASS's TMA encodes to the hook (cuda.h has already declared the real function).
+#define CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL 1
+#define cuTensorMapEncodeTiled cutlass_aot::encode_tiled
+// Workspace fills go through a CudaHostAdapter instead of cudaMemsetAsync.
+#define CUTLASS_ENABLE_CUDA_HOST_ADAPTER 1
+
+#include <cute/tensor.hpp>
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/gemm/dispatch_policy.hpp>
+#include <cutlass/gemm/gemm.h>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+#include <cutlass/gemm/kernel/tile_scheduler.hpp>
+#include <cutlass/kernel_hardware_info.h>
+
+namespace cutlass_aot {
+
+/// Records CUTLASS's workspace fills (relative to the workspace) instead of enqueueing them.
+struct RecordingAdapter : cutlass::CudaHostAdapter {
+  char *workspace = nullptr;
+  cutlass_aot_launch *record = nullptr;
+  mutable bool overflow = false;
+
+  cutlass::Status query_occupancy(int32_t *, int32_t *, int32_t, int32_t, int32_t) const override {
+    return cutlass::Status::kErrorNotSupported;
+  }
+  cutlass::Status launch(dim3, dim3, size_t, cudaStream_t, void **, int32_t) const override {
+    return cutlass::Status::kErrorNotSupported;
+  }
+  cutlass::Status launch(dim3, dim3, dim3, size_t, cudaStream_t, void **, int32_t) const override {
+    return cutlass::Status::kErrorNotSupported;
+  }
+  cutlass::Status launch(dim3, dim3, dim3, dim3, size_t, cudaStream_t, void **,
+                         int32_t) const override {
+    return cutlass::Status::kErrorNotSupported;
+  }
+#if defined(CUDA_HOST_ADAPTER_TENSORMAP_ENABLED)
+  CUresult tensorMapEncodeIm2col(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                 const cuuint64_t *, const cuuint64_t *, const int *, const int *,
+                                 cuuint32_t, cuuint32_t, const cuuint32_t *, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                 CUtensorMapFloatOOBfill) const override {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  CUresult tensorMapEncodeTiled(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                CUtensorMapL2promotion, CUtensorMapFloatOOBfill) const override {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  CUresult tensorMapReplaceAddress(CUtensorMap *, void *) const override {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+#endif
+
+protected:
+  cutlass::Status memsetDeviceImpl(void *destination, void const *fill_value, size_t fill_size,
+                                   size_t count, cudaStream_t) const override {
+    uint32_t n = record->fill_count;
+    if (n >= CUTLASS_AOT_MAX_FILLS || (fill_size != 1 && fill_size != 2 && fill_size != 4)) {
+      overflow = true;
+      return cutlass::Status::kErrorNotSupported;
+    }
+    cutlass_aot_fill &fill = record->fills[n];
+    fill.offset = static_cast<uint64_t>(static_cast<char *>(destination) - workspace);
+    fill.count = count;
+    fill.element_bytes = static_cast<uint32_t>(fill_size);
+    fill.value = 0;
+    std::memcpy(&fill.value, fill_value, fill_size);
+    record->fill_count = n + 1;
+    return cutlass::Status::kSuccess;
+  }
+};
+
+/// A CUTLASS 3.x stride (M/N mode, K mode, L mode) with leading dimension `ld` in whichever of the
+/// first two modes is not the static unit stride, and `batch` in the L mode.
+template <class Stride> Stride make_stride(int64_t ld, int64_t batch) {
+  Stride stride{};
+  using Mode0 = cute::remove_cvref_t<decltype(cute::get<0>(stride))>;
+  if constexpr (cute::is_static<Mode0>::value) {
+    cute::get<1>(stride) = ld;
+  } else {
+    cute::get<0>(stride) = ld;
+  }
+  cute::get<2>(stride) = batch;
+  return stride;
+}
+
+/// Flat ABI arguments → CUTLASS Arguments → can_implement → workspace → Params (with TMA
+/// descriptors), grid, block, cluster, shared memory.
+template <typename Kernel>
+int32_t gemm_3x_prepare(const cutlass_aot_gemm_args *in, void *params_out, size_t params_capacity,
+                        cutlass_aot_launch *launch) {
+  using Params = typename Kernel::Params;
+  using Arguments = typename Kernel::Arguments;
+  using ElementA = typename Kernel::ElementA;
+  using ElementB = typename Kernel::ElementB;
+  using ElementC = typename Kernel::ElementC;
+  using ElementD = typename Kernel::ElementD;
+  using ClusterShape = typename Kernel::ClusterShape;
+  static_assert(std::is_trivially_copyable<Params>::value, "Params must be copyable as bytes");
+
+  std::memset(launch, 0, sizeof(*launch));
+  if (in->m <= 0 || in->n <= 0 || in->k <= 0 || in->batch_count <= 0) {
+    return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
+  }
+  if (in->mode != CUTLASS_AOT_MODE_GEMM && in->mode != CUTLASS_AOT_MODE_BATCHED) {
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+  if (sizeof(Params) > params_capacity) {
+    return CUTLASS_AOT_ERROR_PARAMS_TOO_LARGE;
+  }
+
+  cutlass::KernelHardwareInfo hw_info;
+  hw_info.device_id = 0;
+  hw_info.sm_count = in->device_sms; // from the device, so CUTLASS never asks the CUDA runtime
+
+  Arguments args{};
+  args.mode = in->batch_count > 1 ? cutlass::gemm::GemmUniversalMode::kBatched
+                                  : cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = typename Kernel::ProblemShape{in->m, in->n, in->k, in->batch_count};
+  args.mainloop.ptr_A = static_cast<ElementA const *>(in->a);
+  args.mainloop.dA = make_stride<typename Kernel::StrideA>(in->lda, in->batch_stride_a);
+  args.mainloop.ptr_B = static_cast<ElementB const *>(in->b);
+  args.mainloop.dB = make_stride<typename Kernel::StrideB>(in->ldb, in->batch_stride_b);
+  using ElementScalar = cute::remove_cvref_t<decltype(args.epilogue.thread.alpha)>;
+  args.epilogue.thread.alpha = static_cast<ElementScalar>(in->alpha);
+  args.epilogue.thread.beta = static_cast<ElementScalar>(in->beta);
+  args.epilogue.ptr_C = static_cast<ElementC const *>(in->c);
+  args.epilogue.dC = make_stride<typename Kernel::StrideC>(in->ldc, in->batch_stride_c);
+  args.epilogue.ptr_D = static_cast<ElementD *>(in->d);
+  args.epilogue.dD = make_stride<typename Kernel::StrideD>(in->ldd, in->batch_stride_d);
+  args.hw_info = hw_info;
+  // Rasterisation of the persistent tile schedulers: the order CTAs walk output tiles in, and how
+  // many tiles wide a swizzled band is (L2 reuse of A and B between neighbouring CTAs).
+  using RasterOrder = cute::remove_cvref_t<decltype(args.scheduler.raster_order)>;
+  switch (in->raster_order) {
+  case 0:
+    break;
+  case 1:
+    args.scheduler.raster_order = RasterOrder::AlongM;
+    break;
+  case 2:
+    args.scheduler.raster_order = RasterOrder::AlongN;
+    break;
+  default:
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+  if (in->max_swizzle != 0) {
+    if (in->max_swizzle != 1 && in->max_swizzle != 2 && in->max_swizzle != 4 && in->max_swizzle != 8) {
+      return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+    }
+    args.scheduler.max_swizzle_size = in->max_swizzle;
+  }
+
+  // The 3.x kernel's can_implement answers yes or no; its checks are alignment, extents and
+  // cluster/tile constraints, which the runtime's supports() already explains in detail.
+  if (!Kernel::can_implement(args)) {
+    return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
+  }
+
+  size_t workspace_bytes = Kernel::get_workspace_size(args);
+  launch->workspace_bytes = workspace_bytes;
+  if (workspace_bytes > 0 && (in->workspace == nullptr || workspace_bytes > in->workspace_capacity)) {
+    return CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL;
+  }
+  if (workspace_bytes > 0) {
+    RecordingAdapter adapter;
+    adapter.workspace = static_cast<char *>(in->workspace);
+    adapter.record = launch;
+    cutlass::Status init = Kernel::initialize_workspace(args, in->workspace, nullptr, &adapter);
+    if (init != cutlass::Status::kSuccess || adapter.overflow) {
+      return CUTLASS_AOT_ERROR_INTERNAL;
+    }
+  }
+
+  tma_args = in;
+  tma_first_error = 0;
+  Params params = Kernel::to_underlying_arguments(args, in->workspace);
+  tma_args = nullptr;
+  if (tma_first_error != 0) {
+    launch->driver_error = tma_first_error;
+    return CUTLASS_AOT_ERROR_TMA_ENCODE;
+  }
+  std::memcpy(params_out, &params, sizeof(Params));
+
+  dim3 grid = Kernel::get_grid_shape(params);
+  dim3 block = Kernel::get_block_shape();
+  if (grid.y > 65535u || grid.z > 65535u) {
+    return CUTLASS_AOT_ERROR_GRID_TOO_LARGE;
+  }
+  launch->grid[0] = grid.x;
+  launch->grid[1] = grid.y;
+  launch->grid[2] = grid.z;
+  launch->block[0] = block.x;
+  launch->block[1] = block.y;
+  launch->block[2] = block.z;
+  launch->cluster[0] = cute::size<0>(ClusterShape{});
+  launch->cluster[1] = cute::size<1>(ClusterShape{});
+  launch->cluster[2] = cute::size<2>(ClusterShape{});
+  launch->shared_mem_bytes = static_cast<uint32_t>(Kernel::SharedStorageSize);
+  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
+  return CUTLASS_AOT_OK;
+}
+
+} // namespace cutlass_aot
+
+#if defined(CUTLASS_AOT_DEVICE_PASS)
+/// The kernel entry: CUTLASS's own body (as in cutlass::device_kernel) under a stable name.
+#define CUTLASS_AOT_GEMM_3X(NAME, KERNEL)                                                          \
+  extern "C" __global__ void __launch_bounds__(KERNEL::MaxThreadsPerBlock,                         \
+                                               KERNEL::MinBlocksPerMultiprocessor)                 \
+      NAME(CUTLASS_GRID_CONSTANT typename KERNEL::Params const params) {                           \
+    extern __shared__ char cutlass_aot_smem[];                                                     \
+    KERNEL op;                                                                                     \
+    op(params, cutlass_aot_smem);                                                                  \
+  }
+#elif defined(CUTLASS_AOT_HOST_PASS)
+#define CUTLASS_AOT_GEMM_3X(NAME, KERNEL)                                                          \
+  extern "C" int32_t NAME##_prepare(const cutlass_aot_gemm_args *args, void *params,               \
+                                    size_t params_capacity, cutlass_aot_launch *launch) {          \
+    return cutlass_aot::gemm_3x_prepare<KERNEL>(args, params, params_capacity, launch);            \
+  }
+#else
+#error "compile with -DCUTLASS_AOT_DEVICE_PASS or -DCUTLASS_AOT_HOST_PASS"
+#endif
