@@ -9,7 +9,7 @@ use crate::abi;
 use crate::device;
 use crate::error::Error;
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
-use crate::model::Layout;
+use crate::model::{Api, Layout};
 use crate::registry::{GemmProblem, KernelInfo};
 use crate::types::{Element, LayoutTag, Scalar};
 
@@ -72,9 +72,10 @@ pub const PARAMS_CAPACITY: usize = 4096;
 #[repr(C, align(64))]
 struct ParamsBuffer([u8; PARAMS_CAPACITY]);
 
-/// Host-side result of a kernel's `prepare`: Params bytes and launch shape.
+/// Host-side result of a kernel's `prepare`: Params bytes and launch shape. Lives on the stack
+/// (no allocation per call).
 pub struct Prepared {
-    params: Box<ParamsBuffer>,
+    params: ParamsBuffer,
     pub launch: abi::cutlass_aot_launch,
 }
 
@@ -87,24 +88,75 @@ impl Prepared {
 
 impl KernelInfo {
     /// Runs the kernel's host code on flat ABI arguments: CUTLASS's `can_implement`, then Params,
-    /// grid, block, shared memory and workspace size. Touches no GPU.
+    /// grid, block, cluster, shared memory and workspace size. Touches no GPU; CUTLASS 3.x kernels
+    /// need `args.encode_tiled` (the driver's TMA encoder) to build their Params.
+    ///
+    /// A problem that needs more workspace than `args.workspace_capacity` fails with
+    /// [`Error::InvalidArgument`]; the launch path uses [`KernelInfo::prepare_status`] to grow it.
     pub fn prepare(&'static self, args: &abi::cutlass_aot_gemm_args) -> Result<Prepared, Error> {
+        match self.prepare_status(args)? {
+            Ok(prepared) => Ok(prepared),
+            Err(bytes) => Err(Error::invalid(
+                self.name,
+                format!(
+                    "this problem needs {bytes} bytes of workspace but {} were given",
+                    args.workspace_capacity
+                ),
+            )),
+        }
+    }
+
+    /// As [`KernelInfo::prepare`], but a too-small workspace is `Ok(Err(bytes needed))`.
+    pub(crate) fn prepare_status(
+        &'static self,
+        args: &abi::cutlass_aot_gemm_args,
+    ) -> Result<Result<Prepared, u64>, Error> {
         let prepare = self.prepare.ok_or(Error::NotBuilt { kernel: self.name })?;
-        let mut params = Box::new(ParamsBuffer([0; PARAMS_CAPACITY]));
-        let mut launch = abi::cutlass_aot_launch::default();
+        let mut prepared = Prepared {
+            params: ParamsBuffer([0; PARAMS_CAPACITY]),
+            launch: abi::cutlass_aot_launch::default(),
+        };
         // SAFETY: the generated function reads `args`, writes at most PARAMS_CAPACITY bytes into
         // `params` (it checks the capacity) and fills `launch`.
-        let status = unsafe { prepare(args, params.0.as_mut_ptr().cast(), PARAMS_CAPACITY, &mut launch) };
+        let status = unsafe {
+            prepare(
+                args,
+                prepared.params.0.as_mut_ptr().cast(),
+                PARAMS_CAPACITY,
+                &mut prepared.launch,
+            )
+        };
         use abi::cutlass_aot_status as S;
         let message = match status {
-            s if s == S::CUTLASS_AOT_OK as i32 => return Ok(Prepared { params, launch }),
+            s if s == S::CUTLASS_AOT_OK as i32 => return Ok(Ok(prepared)),
+            s if s == S::CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL as i32 => {
+                return Ok(Err(prepared.launch.workspace_bytes))
+            }
             s if s == S::CUTLASS_AOT_ERROR_MISALIGNED_OPERAND as i32 => {
                 format!("CUTLASS rejected the problem: an extent is not a multiple of the kernel's alignment (A {}, B {}, C {})", self.alignment_a, self.alignment_b, self.alignment_c)
             }
-            s if s == S::CUTLASS_AOT_ERROR_INVALID_PROBLEM as i32 => "CUTLASS rejected the problem as invalid".into(),
+            s if s == S::CUTLASS_AOT_ERROR_INVALID_PROBLEM as i32 => format!(
+                "CUTLASS's can_implement rejected the problem (extents, strides or alignment: the \
+                 contiguous extents, leading dimensions and batch strides of A and B must be multiples \
+                 of {} and {} elements, of C/D of {})",
+                self.alignment_a, self.alignment_b, self.alignment_c
+            ),
             s if s == S::CUTLASS_AOT_ERROR_NOT_SUPPORTED as i32 => "CUTLASS does not support this problem".into(),
             s if s == S::CUTLASS_AOT_ERROR_GRID_TOO_LARGE as i32 => {
                 "the launch grid would exceed 65535 blocks in y or z; split the problem or use a kernel with a larger tile".into()
+            }
+            s if s == S::CUTLASS_AOT_ERROR_TMA_ENCODE as i32 => {
+                let code = prepared.launch.driver_error;
+                if args.encode_tiled.is_none() {
+                    "CUTLASS 3.x Params need the driver's TMA encoder (args.encode_tiled), which was not given".into()
+                } else {
+                    format!(
+                        "the driver refused a TMA descriptor for this problem (CUresult {code}, {}): TMA needs \
+                         16-byte aligned addresses, leading dimensions and batch strides that are multiples of \
+                         16 bytes and below 2^40 bytes",
+                        crate::tma::driver_error_name(code)
+                    )
+                }
             }
             s if s == S::CUTLASS_AOT_ERROR_PARAMS_TOO_LARGE as i32 => {
                 return Err(Error::AbiMismatch { kernel: self.name, message: format!("Params larger than {PARAMS_CAPACITY} bytes") })
@@ -146,40 +198,51 @@ pub fn launch<K: GemmKernel>(stream: &CudaStream, args: Gemm<'_, K>) -> Result<(
         alpha,
         beta,
     } = args;
-    // Pointers are taken with the stream so that cudarc orders this launch after earlier work on
-    // these buffers; the guards record completion events when dropped, after the launch.
+    with_operands(stream, a, b, c, d, (alpha.into(), beta.into()), |operands| {
+        // SAFETY: every address comes from a live cudarc buffer of the stated length and element
+        // type (the types are K's, enforced by the signature).
+        unsafe { launch_raw(K::info(), stream, operands) }
+    })
+}
+
+/// Runs `f` on the untyped view of typed operands (with `(alpha, beta)`; beta stays as given even
+/// without C, so that the checks can refuse a non-zero beta) while their buffers are held for `stream`: the
+/// pointers are taken with the stream so that cudarc orders the launch after earlier work on these
+/// buffers, and the guards record completion events when dropped, after `f` has launched.
+pub(crate) fn with_operands<A, B, C, LA, LB, LC, R>(
+    stream: &CudaStream,
+    a: MatrixRef<'_, A, LA>,
+    b: MatrixRef<'_, B, LB>,
+    c: Option<MatrixRef<'_, C, LC>>,
+    d: MatrixMut<'_, C, LC>,
+    (alpha, beta): (f64, f64),
+    f: impl FnOnce(&GemmOperands) -> R,
+) -> R
+where
+    A: crate::Element,
+    B: crate::Element,
+    C: crate::Element,
+    LA: crate::LayoutTag,
+    LB: crate::LayoutTag,
+    LC: crate::LayoutTag,
+{
     let (ptr_a, _guard_a) = a.buffer.device_ptr(stream);
     let (ptr_b, _guard_b) = b.buffer.device_ptr(stream);
     let c_ptr = c.as_ref().map(|c| c.buffer.device_ptr(stream));
     let d_len = d.buffer.len();
     let (ptr_d, _guard_d) = d.buffer.device_ptr_mut(stream);
+    let operand = |shape, len, address| Operand { shape, len, address };
     let operands = GemmOperands {
-        a: Operand {
-            shape: a.shape,
-            len: a.buffer.len(),
-            address: ptr_a,
-        },
-        b: Operand {
-            shape: b.shape,
-            len: b.buffer.len(),
-            address: ptr_b,
-        },
-        c: c.as_ref().zip(c_ptr.as_ref()).map(|(c, (ptr, _))| Operand {
-            shape: c.shape,
-            len: c.buffer.len(),
-            address: *ptr,
-        }),
-        d: Operand {
-            shape: d.shape,
-            len: d_len,
-            address: ptr_d,
-        },
-        alpha: alpha.into(),
-        beta: beta.into(),
+        a: operand(a.shape, a.buffer.len(), ptr_a),
+        b: operand(b.shape, b.buffer.len(), ptr_b),
+        c: c.as_ref()
+            .zip(c_ptr.as_ref())
+            .map(|(c, (ptr, _))| operand(c.shape, c.buffer.len(), *ptr)),
+        d: operand(d.shape, d_len, ptr_d),
+        alpha,
+        beta,
     };
-    // SAFETY: every address comes from a live cudarc buffer of the stated length and element type
-    // (the types are K's, enforced by the signature).
-    unsafe { launch_raw(K::info(), stream, &operands) }
+    f(&operands)
 }
 
 /// Launches `info` on `stream` with untyped operands, after the same checks as the typed path.
@@ -192,20 +255,128 @@ pub unsafe fn launch_raw(
     stream: &CudaStream,
     operands: &GemmOperands,
 ) -> Result<(), Error> {
-    if !info.has_device_code() {
-        return Err(Error::NotBuilt { kernel: info.name });
+    unsafe { launch_raw_tuned(info, stream, operands, Tuning::default()) }
+}
+
+/// The order in which a CUTLASS 3.x persistent kernel's CTAs walk the output tiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Raster {
+    /// CUTLASS's choice (along the longer of M and N).
+    #[default]
+    Heuristic,
+    AlongM,
+    AlongN,
+}
+
+/// Run-time rasterisation of CUTLASS 3.x kernels: results are identical, only speed (L2 reuse)
+/// changes. CUTLASS 2.x kernels have theirs compiled in (the manifest's `swizzle`) and ignore this.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tuning {
+    pub raster: Raster,
+    /// Width of a swizzled band of tiles: 1, 2, 4 or 8; 0 = automatic (8 for problems of many
+    /// waves of tiles, where it measured 2–5 % faster on an H200 at 8192³; else CUTLASS's 1).
+    pub max_swizzle: u32,
+}
+
+impl Tuning {
+    /// The swizzle band used for `problem` on `multiprocessors` SMs: the explicit one, or the
+    /// automatic choice.
+    pub fn swizzle_for(
+        &self,
+        info: &KernelInfo,
+        m: usize,
+        n: usize,
+        batch: usize,
+        multiprocessors: u32,
+    ) -> u32 {
+        if self.max_swizzle != 0 || info.api != Api::Cutlass3x {
+            return self.max_swizzle;
+        }
+        let tiles = m.div_ceil(info.tile.m.max(1) as usize) * n.div_ceil(info.tile.n.max(1) as usize) * batch;
+        if tiles >= 4 * multiprocessors as usize {
+            8
+        } else {
+            0
+        }
+    }
+}
+
+/// [`launch_raw`] with explicit [`Tuning`].
+///
+/// # Safety
+/// As [`launch_raw`].
+pub unsafe fn launch_raw_tuned(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    operands: &GemmOperands,
+    tuning: Tuning,
+) -> Result<(), Error> {
+    if ![0, 1, 2, 4, 8].contains(&tuning.max_swizzle) {
+        return Err(Error::invalid(
+            info.name,
+            format!(
+                "max_swizzle {} is not supported; allowed: 0 (default), 1, 2, 4, 8",
+                tuning.max_swizzle
+            ),
+        ));
     }
     let ctx = stream.context();
     let device = device::props(ctx)?;
-    let args = plan(info, operands, &device)?;
-    let prepared = info.prepare(&args)?;
-    let launch = prepared.launch;
-    if launch.workspace_bytes != 0 {
-        return Err(Error::invalid(
-            info.name,
-            "this problem needs a workspace, which this launch path does not provide",
-        ));
+    let mut args = plan(info, operands, &device)?;
+    args.raster_order = match tuning.raster {
+        Raster::Heuristic => 0,
+        Raster::AlongM => 1,
+        Raster::AlongN => 2,
+    };
+    args.max_swizzle = tuning.swizzle_for(
+        info,
+        args.m as usize,
+        args.n as usize,
+        args.batch_count as usize,
+        device.multiprocessors,
+    ) as i32;
+    if info.api == Api::Cutlass3x {
+        args.encode_tiled = crate::tma::encode_tiled(info.name)?;
     }
+    ctx.bind_to_thread()
+        .map_err(Error::driver("binding the context"))?;
+    if !info.may_need_workspace() {
+        let prepared = info.prepare(&args)?;
+        return unsafe { enqueue_prepared(info, stream, &device, &prepared, 0) };
+    }
+    // Params embed the workspace address: hold the cache until the kernel is enqueued.
+    let mut workspaces = crate::workspace::lock();
+    let (mut address, mut capacity) = workspaces.current(stream);
+    loop {
+        args.workspace = address as *mut c_void;
+        args.workspace_capacity = capacity as u64;
+        match info.prepare_status(&args)? {
+            Ok(prepared) => return unsafe { enqueue_prepared(info, stream, &device, &prepared, address) },
+            Err(needed) if (needed as usize) > capacity => {
+                (address, capacity) = workspaces.at_least(stream, needed as usize)?;
+            }
+            Err(needed) => {
+                return Err(Error::AbiMismatch {
+                    kernel: info.name,
+                    message: format!("prepare asked for {needed} bytes of workspace with {capacity} given"),
+                })
+            }
+        }
+    }
+}
+
+/// Checks the prepared launch against the device and the loaded function, then enqueues it.
+///
+/// # Safety
+/// As [`launch_raw`]; `workspace` holds `prepared.launch.workspace_bytes` bytes.
+unsafe fn enqueue_prepared(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    device: &device::DeviceProps,
+    prepared: &Prepared,
+    workspace: u64,
+) -> Result<(), Error> {
+    let launch = &prepared.launch;
     if launch.shared_mem_bytes > device.max_shared_memory_per_block_optin {
         return Err(Error::UnsupportedDevice {
             kernel: info.name,
@@ -217,7 +388,7 @@ pub unsafe fn launch_raw(
     }
     let function = info
         .image
-        .function(ctx, info.entry, info.name, launch.shared_mem_bytes)?;
+        .function(stream.context(), info.entry, info.name, launch.shared_mem_bytes)?;
     if function.param_bytes != launch.params_bytes as usize {
         return Err(Error::AbiMismatch {
             kernel: info.name,
@@ -227,22 +398,17 @@ pub unsafe fn launch_raw(
             ),
         });
     }
-    ctx.bind_to_thread()
-        .map_err(Error::driver("binding the context"))?;
-    let mut kernel_params = [prepared.params.0.as_ptr() as *mut c_void];
     // SAFETY: the function takes exactly one parameter of `param_bytes` bytes (checked above),
     // which `prepare` wrote; every pointer inside was checked against its buffer's extent.
     unsafe {
-        cudarc::driver::result::launch_kernel(
+        crate::launch::enqueue(
             function.function.cu_function(),
-            (launch.grid[0], launch.grid[1], launch.grid[2]),
-            (launch.block[0], launch.block[1], launch.block[2]),
-            launch.shared_mem_bytes,
-            stream.cu_stream(),
-            &mut kernel_params,
+            stream,
+            launch,
+            prepared.params.0.as_ptr(),
+            workspace,
         )
     }
-    .map_err(Error::driver("launching the kernel"))
 }
 
 /// Checks operands against `info` on `device` and turns them into the flat ABI arguments of the
@@ -255,18 +421,11 @@ pub fn plan(
     if !info.has_device_code() {
         return Err(Error::NotBuilt { kernel: info.name });
     }
-    if device.compute_capability < info.min_compute_capability {
-        return Err(Error::UnsupportedDevice {
+    info.runs_on(device.compute_capability)
+        .map_err(|message| Error::UnsupportedDevice {
             kernel: info.name,
-            message: format!(
-                "the device has compute capability {}.{}; this kernel needs {}.{} or newer",
-                device.compute_capability / 10,
-                device.compute_capability % 10,
-                info.min_compute_capability / 10,
-                info.min_compute_capability % 10
-            ),
-        });
-    }
+            message,
+        })?;
     let geometry = Geometry::check(
         info,
         &ops.a.shape,
@@ -275,6 +434,20 @@ pub fn plan(
         &ops.d.shape,
         ops.beta,
     )?;
+    if info.element_epilogue.is_integer() {
+        for (name, value) in [("alpha", ops.alpha), ("beta", ops.beta)] {
+            if value.fract() != 0.0 || value.abs() > i32::MAX as f64 {
+                return Err(Error::invalid(
+                    info.name,
+                    format!(
+                        "{name} = {value}: this kernel's epilogue computes in {}, so alpha and beta must be \
+                         integers in the i32 range (a fraction would be truncated)",
+                        info.element_epilogue
+                    ),
+                ));
+            }
+        }
+    }
     let named = [
         ("A", Some(&ops.a), info.layout_a),
         ("B", Some(&ops.b), info.layout_b),
@@ -306,11 +479,13 @@ pub fn plan(
         )
         .batched(geometry.batch)
     };
-    // C and D are both checked against C's alignment.
-    for (ld, stride, address) in [
+    // C and D are both checked against C's alignment (once when C is D: this runs every launch).
+    let checks = [
         (c.shape.ld, geometry.stride(&c.shape), c.address),
         (ops.d.shape.ld, geometry.stride(&ops.d.shape), ops.d.address),
-    ] {
+    ];
+    let distinct = if checks[0] == checks[1] { 1 } else { 2 };
+    for &(ld, stride, address) in &checks[..distinct] {
         info.supports(&problem(ld, stride, address))
             .map_err(|u| Error::invalid(info.name, u.reasons.join("; ")))?;
     }
@@ -327,12 +502,15 @@ pub fn plan(
         batch_count: geometry.batch as i32,
         device_sms: device.multiprocessors as i32,
         sm_occupancy: 1,
-        reserved: 0,
+        raster_order: 0,
+        max_swizzle: 0,
         a: ops.a.address as *const c_void,
         b: ops.b.address as *const c_void,
         c: c.address as *const c_void,
         d: ops.d.address as *mut c_void,
         workspace: std::ptr::null_mut(),
+        workspace_capacity: 0,
+        encode_tiled: None,
         lda: ops.a.shape.ld as i64,
         ldb: ops.b.shape.ld as i64,
         ldc: c.shape.ld as i64,

@@ -146,10 +146,16 @@ fn param_size(function: &CudaFunction, kernel: &'static str) -> Result<usize, Er
     let second = unsafe {
         cudarc::driver::sys::cuFuncGetParamInfo(function.cu_function(), 1, &mut extra.0, &mut extra.1)
     };
-    if second.result().is_ok() || offset != 0 {
+    // Only the count matters: the driver may place the one parameter at a non-zero offset of the
+    // parameter space (seen for sm_90a kernels with 64-byte aligned Params: offset 112).
+    if second.result().is_ok() {
         return Err(Error::AbiMismatch {
             kernel,
-            message: "the kernel entry does not take exactly one Params argument".into(),
+            message: format!(
+                "the kernel entry does not take exactly one Params argument (parameter 0: offset {offset}, \
+                 {size} bytes; parameter 1 at offset {}, {} bytes)",
+                extra.0, extra.1
+            ),
         });
     }
     Ok(size)

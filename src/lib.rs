@@ -28,24 +28,28 @@ extern crate self as cutlass_aot;
 
 pub mod abi;
 pub mod device;
+pub mod dispatch;
 mod error;
 pub mod gemm;
 mod image;
+mod launch;
 mod matrix;
 mod registry;
+pub mod tma;
 mod types;
 pub mod verify;
+mod workspace;
 
 pub use cudarc::driver::CudaStream;
 pub use cutlass_aot_model as model;
 pub use half;
 
 pub use error::Error;
-pub use gemm::{Gemm, GemmKernel, GemmOperands, Operand, Prepared};
+pub use gemm::{Gemm, GemmKernel, GemmOperands, Operand, Prepared, Raster, Tuning};
 pub use image::Image;
 pub use matrix::{MatrixMut, MatrixRef, MatrixShape};
 pub use registry::{GemmProblem, KernelInfo, Registry, Unsupported};
-pub use types::{ColumnMajor, Element, LayoutTag, RowMajor, Scalar};
+pub use types::{ColumnMajor, Element, LayoutTag, RowMajor, Scalar, F8E4M3, F8E5M2};
 
 /// The kernels of this crate's `kernel_manifest.yaml`: one module per kernel, plus `REGISTRY`.
 pub mod kernels {

@@ -7,7 +7,10 @@ use std::fmt;
 
 use crate::abi;
 use crate::image::Image;
-use crate::model::{DType, Epilogue, Layout, MathOp, OpClass, Shape3, Swizzle};
+use crate::model::{
+    Api, DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout, MathOp, OpClass, Shape3, Swizzle,
+    TileScheduler,
+};
 
 /// Everything known about one compiled kernel. Generated code creates one `static` per kernel.
 #[derive(Debug)]
@@ -18,8 +21,11 @@ pub struct KernelInfo {
     pub rust_name: &'static str,
     /// Manifest entry it came from (`file:line`).
     pub origin: &'static str,
-    /// Minimum compute capability, `major * 10 + minor`.
+    /// Minimum compute capability, `major * 10 + minor`. CUTLASS 3.x kernels (sm_90a code) run
+    /// only on exactly this one.
     pub min_compute_capability: u32,
+    /// CUTLASS 2.x or 3.x.
+    pub api: Api,
     pub opclass: OpClass,
     pub element_a: DType,
     pub element_b: DType,
@@ -35,12 +41,21 @@ pub struct KernelInfo {
     pub alignment_b: u32,
     pub alignment_c: u32,
     pub tile: Shape3,
+    /// Cluster shape in CTAs (1x1x1 for 2.x).
+    pub cluster: Shape3,
+    /// Warps per threadblock (2.x; 0x0x0 for 3.x, whose schedule decides).
     pub warps: Shape3,
+    /// MMA instruction (2.x; 0x0x0 for 3.x).
     pub instruction: Shape3,
+    /// Pipeline stages; 0 = as many as fit (3.x `auto`).
     pub stages: u32,
     pub math: MathOp,
     pub swizzle: Swizzle,
     pub epilogue: Epilogue,
+    /// 3.x scheduling (2.x kernels: Auto, Auto, Persistent).
+    pub schedule: KernelSchedule,
+    pub epilogue_schedule: EpilogueSchedule,
+    pub tile_scheduler: TileScheduler,
     #[doc(hidden)]
     pub image: &'static Image,
     #[doc(hidden)]
@@ -147,12 +162,41 @@ impl KernelInfo {
         self.prepare.is_some() && self.image.has_code()
     }
 
+    /// Whether some problems need a device workspace (stream-K scheduling). Such launches go
+    /// through the per-stream workspace cache.
+    pub fn may_need_workspace(&self) -> bool {
+        self.tile_scheduler == TileScheduler::StreamK
+    }
+
+    /// Whether the kernel's code runs on a device of compute capability `cc` (`major * 10 + minor`):
+    /// 2.x kernels on their architecture and newer; 3.x kernels (sm_90a code, whose instructions
+    /// exist on no other architecture) on exactly theirs.
+    pub fn runs_on(&self, cc: u32) -> Result<(), String> {
+        let need = self.min_compute_capability;
+        let version = |v: u32| format!("{}.{}", v / 10, v % 10);
+        match self.api {
+            Api::Cutlass2x if cc < need => Err(format!(
+                "the device has compute capability {} but the kernel needs {} or newer",
+                version(cc),
+                version(need)
+            )),
+            Api::Cutlass3x if cc != need => Err(format!(
+                "the device has compute capability {} but this CUTLASS 3.x kernel is sm_{need}a code, \
+                 which runs only on compute capability {} (Hopper)",
+                version(cc),
+                version(need)
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks `problem` against this kernel; `Err` lists every reason it cannot run it.
     pub fn supports(&self, problem: &GemmProblem) -> Result<(), Unsupported> {
         let mut reasons = Vec::new();
-        let mut want = |ok: bool, reason: String| {
+        // Reasons are formatted only when a rule fails: supports() runs on every launch.
+        let mut want = |ok: bool, reason: &dyn Fn() -> String| {
             if !ok {
-                reasons.push(reason)
+                reasons.push(reason())
             }
         };
         for (operand, have, need) in [
@@ -160,20 +204,18 @@ impl KernelInfo {
             ("B", problem.element_b, self.element_b),
             ("C/D", problem.element_c, self.element_c),
         ] {
-            want(
-                have == need,
-                format!("{operand} is {have} but the kernel takes {need}"),
-            );
+            want(have == need, &|| {
+                format!("{operand} is {have} but the kernel takes {need}")
+            });
         }
         for (operand, have, need) in [
             ("A", problem.layout_a, self.layout_a),
             ("B", problem.layout_b, self.layout_b),
             ("C/D", problem.layout_c, self.layout_c),
         ] {
-            want(
-                have == need,
-                format!("{operand} is {have}-major but the kernel takes {need}-major"),
-            );
+            want(have == need, &|| {
+                format!("{operand} is {have}-major but the kernel takes {need}-major")
+            });
         }
         for (what, value) in [
             ("m", problem.m),
@@ -181,20 +223,18 @@ impl KernelInfo {
             ("k", problem.k),
             ("batch count", problem.batch_count),
         ] {
-            want(
-                (1..=i32::MAX as usize).contains(&value),
-                format!("{what} = {value} must be between 1 and {}", i32::MAX),
-            );
+            want((1..=i32::MAX as usize).contains(&value), &|| {
+                format!("{what} = {value} must be between 1 and {}", i32::MAX)
+            });
         }
         // CUTLASS 2.x puts the batch in grid z, which holds at most 65535 blocks; the batched
         // swizzle would even wrap it silently (batch_count % 65536).
-        want(
-            problem.batch_count <= 65535,
+        want(problem.batch_count <= 65535, &|| {
             format!(
                 "batch count {} exceeds 65535, the grid z limit these kernels put batches in",
                 problem.batch_count
-            ),
-        );
+            )
+        });
         // The contiguous extent of each operand is read in vectors of `alignment` elements.
         let contiguous = |layout: Layout, rows: usize, cols: usize| match layout {
             Layout::Row => (cols, "columns"),
@@ -235,50 +275,35 @@ impl KernelInfo {
         for (operand, align, layout, (rows, cols), ld, stride, address, element) in operands {
             let align = align as usize;
             let (extent, what) = contiguous(layout, rows, cols);
-            want(
-                extent % align == 0,
-                format!("{operand} has {extent} {what} (its contiguous extent), not a multiple of the kernel's alignment {align}"),
-            );
+            want(extent % align == 0, &|| {
+                format!("{operand} has {extent} {what} (its contiguous extent), not a multiple of the kernel's alignment {align}")
+            });
             if let Some(ld) = ld {
-                want(
-                    ld % align == 0,
+                want(ld % align == 0, &|| {
                     format!(
                         "leading dimension of {operand} ({ld}) is not a multiple of the alignment {align}"
-                    ),
-                );
+                    )
+                });
             }
             if let Some(stride) = stride {
-                want(
-                    stride % align == 0,
-                    format!(
-                        "batch stride of {operand} ({stride}) is not a multiple of the alignment {align}"
-                    ),
-                );
+                want(stride % align == 0, &|| {
+                    format!("batch stride of {operand} ({stride}) is not a multiple of the alignment {align}")
+                });
             }
             if let Some(address) = address {
                 let bytes = (align * element.bits() as usize / 8) as u64;
-                want(
-                    address % bytes == 0,
-                    format!("{operand} starts at address {address:#x}, which is not {bytes}-byte aligned as the kernel requires"),
-                );
+                want(address % bytes == 0, &|| {
+                    format!("{operand} starts at address {address:#x}, which is not {bytes}-byte aligned as the kernel requires")
+                });
             }
         }
         if let Some(cc) = problem.compute_capability {
-            want(
-                cc >= self.min_compute_capability,
-                format!(
-                    "the device has compute capability {}.{} but the kernel needs {}.{} or newer",
-                    cc / 10,
-                    cc % 10,
-                    self.min_compute_capability / 10,
-                    self.min_compute_capability % 10
-                ),
-            );
+            let runs = self.runs_on(cc);
+            want(runs.is_ok(), &|| runs.clone().err().unwrap_or_default());
         }
-        want(
-            self.has_device_code(),
-            "this binary was built without device code (CUTLASS_AOT_NO_NVCC or DOCS_RS)".to_string(),
-        );
+        want(self.has_device_code(), &|| {
+            "this binary was built without device code (CUTLASS_AOT_NO_NVCC or DOCS_RS)".to_string()
+        });
         if reasons.is_empty() {
             Ok(())
         } else {

@@ -79,6 +79,20 @@ const CASES: &[Case] = &[
         pad: 2,
         broadcast_b: true,
     },
+    // Few output tiles and a long K: stream-K kernels split K across CTAs and reduce through
+    // their workspace (which the runtime must clear before every launch).
+    Case {
+        name: "few_tiles_long_k",
+        m: 128,
+        n: 256,
+        k: 4096,
+        batch: 1,
+        with_c: true,
+        alpha: 1.0,
+        beta: 0.5,
+        pad: 0,
+        broadcast_b: false,
+    },
     Case {
         name: "square_512",
         m: 512,
@@ -97,8 +111,26 @@ fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
 }
 
+/// The value an output is filled with before a launch, to catch unwritten or stray elements: NaN
+/// for floating-point types, a value no test result takes for integers.
+fn poison(dtype: DType) -> f64 {
+    if dtype.is_integer() {
+        -101.0
+    } else {
+        f64::NAN
+    }
+}
+
+fn is_poison(dtype: DType, v: f64) -> bool {
+    if dtype.is_integer() {
+        v == poison(dtype)
+    } else {
+        v.is_nan()
+    }
+}
+
 /// A host matrix of `rows × cols` (× batch) in `layout`, ld padded by `pad` alignment units,
-/// filled with random values from `seed`, or with NaN (the poison of an output) without one.
+/// filled with random values from `seed`, or with the poison of an output without one.
 fn host_matrix(
     (dtype, layout, align): (DType, Layout, u32),
     (rows, cols, batch): (usize, usize, usize),
@@ -120,7 +152,7 @@ fn host_matrix(
     let len = shape.required_len(layout).unwrap();
     let data = match seed {
         Some(seed) => verify::random_values(dtype, len, seed),
-        None => vec![f64::NAN; len],
+        None => vec![poison(dtype); len],
     };
     HostMatrix { shape, layout, data }
 }
@@ -191,8 +223,14 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
         None,
     );
 
+    // Integer epilogues take integer scalars (fractions are refused): scale the case's.
+    let (alpha, beta) = if info.element_epilogue.is_integer() {
+        ((case.alpha * 2.0).round(), (case.beta * 2.0).round())
+    } else {
+        (case.alpha, case.beta)
+    };
     let mut expected = d.clone();
-    verify::reference_gemm(&a, &b, c.as_ref(), &mut expected, case.alpha, case.beta);
+    verify::reference_gemm(&a, &b, c.as_ref(), &mut expected, alpha, beta);
 
     let da = DeviceMatrix::upload(&stream, a, info.element_a)?;
     let db = DeviceMatrix::upload(&stream, b, info.element_b)?;
@@ -205,8 +243,8 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
         b: db.operand(&stream),
         c: dc.as_ref().map(|c| c.operand(&stream)),
         d: dd.operand(&stream),
-        alpha: case.alpha,
-        beta: case.beta,
+        alpha,
+        beta,
     };
     // SAFETY: every operand is a live buffer of the kernel's element type and the stated length.
     unsafe { cutlass_aot::gemm::launch_raw(info, &stream, &operands) }.map_err(|e| format!("launch: {e}"))?;
@@ -232,7 +270,7 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
             }
         }
     }
-    if let Some(at) = (0..out.len()).find(|&i| !inside[i] && !out[i].is_nan()) {
+    if let Some(at) = (0..out.len()).find(|&i| !inside[i] && !is_poison(info.element_c, out[i])) {
         return Err(format!("element {at} outside D's matrices was overwritten ({})", out[at]).into());
     }
     let error = verify::relative_error(&got, &want);
@@ -285,6 +323,67 @@ fn typed_f16_tn(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     let error = verify::relative_error(&out, &want);
     if error > 2e-3 {
         return Err(format!("relative error {error:.3e}").into());
+    }
+    Ok(())
+}
+
+/// `dispatch::run` picks a kernel (a Hopper one on compute capability 9.0), runs it, and the
+/// result matches the reference; a type combination with no kernel is an error.
+fn dispatch_bf16(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use half::bf16;
+    let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+    let (m, n, k) = (1000, 512, 256);
+    let a_host = verify::random_values(DType::Bf16, m * k, 21);
+    let b_host = verify::random_values(DType::Bf16, k * n, 22);
+    let to_bf16 = |v: &[f64]| v.iter().map(|&x| bf16::from_f64(x)).collect::<Vec<_>>();
+    let a = stream.clone_htod(&to_bf16(&a_host)).map_err(|e| e.to_string())?;
+    let b = stream.clone_htod(&to_bf16(&b_host)).map_err(|e| e.to_string())?;
+    let mut d = stream
+        .clone_htod(&vec![bf16::NAN; m * n])
+        .map_err(|e| e.to_string())?;
+    let kernel = cutlass_aot::dispatch::run(
+        &stream,
+        MatrixRef::<_, cutlass_aot::RowMajor>::new(&a, m, k),
+        MatrixRef::<_, cutlass_aot::ColumnMajor>::new(&b, k, n),
+        None,
+        MatrixMut::<_, cutlass_aot::RowMajor>::new(&mut d, m, n),
+        1.0,
+    )?;
+    let cc = device::props(ctx)?.compute_capability;
+    if cc == 90 && kernel.api != cutlass_aot::model::Api::Cutlass3x {
+        return Err(format!(
+            "on compute capability 9.0 dispatch chose the 2.x kernel {}",
+            kernel.name
+        )
+        .into());
+    }
+    let out: Vec<f64> = stream
+        .clone_dtoh(&d)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|x| x.to_f64())
+        .collect();
+    let mut want = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want[i * n + j] =
+                bf16::from_f64((0..k).map(|p| a_host[i * k + p] * b_host[j * k + p]).sum()).to_f64();
+        }
+    }
+    let error = verify::relative_error(&out, &want);
+    if error.is_nan() || error > 1e-2 {
+        return Err(format!("{}: relative error {error:.3e}", kernel.name).into());
+    }
+    let bad = cutlass_aot::dispatch::run(
+        &stream,
+        MatrixRef::<_, cutlass_aot::ColumnMajor>::new(&a, k, m),
+        MatrixRef::<_, cutlass_aot::RowMajor>::new(&b, n, k),
+        None,
+        MatrixMut::<_, cutlass_aot::ColumnMajor>::new(&mut d, k, k),
+        1.0,
+    );
+    if bad.is_ok() {
+        return Err("a k×m · n×k product was accepted".into());
     }
     Ok(())
 }
@@ -358,6 +457,10 @@ fn main() {
     add(
         "typed::bad_arguments_launch_nothing".into(),
         Box::new(typed_rejections),
+    );
+    add(
+        "dispatch::bf16_tn_picks_a_kernel_and_matches_reference".into(),
+        Box::new(dispatch_bf16),
     );
     libtest_mimic::run(&args, trials).exit();
 }

@@ -3,13 +3,16 @@
 //! host code, no GPU touched), matrix geometry, device discovery without a driver and the
 //! verification helpers. Every expected value below follows from `kernel_manifest.yaml` or from
 //! CUTLASS's source, not from running the code under test.
+//!
+//! These tests cover the CUTLASS 2.x kernels (the manifest's arch-80 entries, first in the
+//! registry); the CUTLASS 3.x (Hopper) kernels that follow them are tested in `runtime_3x.rs`.
 
 use std::collections::HashSet;
 
 use cutlass_aot::abi::cutlass_aot_gemm_mode;
 use cutlass_aot::device::{self, DeviceProps};
 use cutlass_aot::gemm::{plan, PARAMS_CAPACITY};
-use cutlass_aot::model::{DType, Layout, OpClass, Shape3, Swizzle};
+use cutlass_aot::model::{Api, DType, Layout, OpClass, Shape3, Swizzle};
 use cutlass_aot::verify::{self, HostMatrix};
 use cutlass_aot::{
     kernels, Error, GemmKernel, GemmOperands, GemmProblem, KernelInfo, MatrixShape, Operand, Prepared,
@@ -29,16 +32,19 @@ const ADDR_B: u64 = 0x7f10_0000_0000;
 const ADDR_C: u64 = 0x7f20_0000_0000;
 const ADDR_D: u64 = 0x7f30_0000_0000;
 
-const MANIFEST_ORDER: [&str; 13] = [
+/// The CUTLASS 2.x kernels (arch-80 entries), in manifest order: the f16 family (line 12), the
+/// bf16 family (line 26), then gemm_f16_tn_batched (line 39), the TF32 family, f64 and SIMT. A
+/// family expands in field order (layout_a, then layout_b).
+const MANIFEST_ORDER_2X: [&str; 13] = [
     "gemm_f16_tt",
     "gemm_f16_tn",
     "gemm_f16_nt",
     "gemm_f16_nn",
-    "gemm_f16_tn_batched",
     "gemm_bf16_tt",
     "gemm_bf16_tn",
     "gemm_bf16_nt",
     "gemm_bf16_nn",
+    "gemm_f16_tn_batched",
     "gemm_tf32_tt",
     "gemm_tf32_tn",
     "gemm_f64_tt",
@@ -48,6 +54,11 @@ const MANIFEST_ORDER: [&str; 13] = [
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
+
+/// The CUTLASS 2.x kernels of the registry (its first `MANIFEST_ORDER_2X.len()` entries).
+fn kernels_2x() -> &'static [&'static KernelInfo] {
+    &kernels::REGISTRY.all()[..MANIFEST_ORDER_2X.len()]
+}
 
 fn kernel(rust_name: &str) -> &'static KernelInfo {
     kernels::REGISTRY
@@ -180,17 +191,32 @@ fn threads(info: &KernelInfo) -> u32 {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn registry_lists_the_13_manifest_kernels_with_unique_names() {
+fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
     let all = kernels::REGISTRY.all();
-    assert_eq!(all.len(), 13);
+    // The 13 arch-80 kernels first, in manifest order; the arch-90 (CUTLASS 3.x) ones after them
+    // (their list is checked in runtime_3x.rs).
+    assert!(all.len() > 13, "the manifest also has CUTLASS 3.x kernels");
+    let prefix: Vec<_> = kernels_2x().iter().map(|k| k.rust_name).collect();
+    assert_eq!(
+        prefix.iter().copied().collect::<HashSet<_>>(),
+        HashSet::from(MANIFEST_ORDER_2X),
+        "the first 13 kernels are the arch-80 ones"
+    );
+    assert!(kernels_2x().iter().all(|k| k.api == Api::Cutlass2x));
+    assert!(
+        all[13..].iter().all(|k| k.api == Api::Cutlass3x),
+        "2.x kernels come first"
+    );
+    // Names are unique across the whole registry.
     let rust_names: Vec<_> = all.iter().map(|k| k.rust_name).collect();
-    assert_eq!(rust_names, MANIFEST_ORDER, "registry order is manifest order");
     let names: HashSet<_> = all.iter().map(|k| k.name).collect();
-    assert_eq!(names.len(), 13, "library names are not unique");
+    assert_eq!(names.len(), all.len(), "library names are not unique");
     let rust: HashSet<_> = rust_names.iter().collect();
-    assert_eq!(rust.len(), 13, "rust names are not unique");
+    assert_eq!(rust.len(), all.len(), "rust names are not unique");
     // No library name is also some kernel's rust name (by_name takes either).
     assert!(names.iter().all(|n| !rust_names.contains(n)));
+    // `Registry::all` is documented as "every kernel, in manifest order".
+    assert_eq!(prefix, MANIFEST_ORDER_2X, "registry order is not manifest order");
 }
 
 #[test]
@@ -221,8 +247,12 @@ fn registry_by_name_finds_library_and_rust_names() {
 
 #[test]
 fn registry_filter_by_metadata() {
+    // Among the 2.x kernels (runtime_3x.rs filters the 3.x ones).
     let names = |pred: &dyn Fn(&KernelInfo) -> bool| -> Vec<&str> {
-        kernels::REGISTRY.filter(pred).map(|k| k.rust_name).collect()
+        kernels::REGISTRY
+            .filter(|k| k.api == Api::Cutlass2x && pred(k))
+            .map(|k| k.rust_name)
+            .collect()
     };
     assert_eq!(
         names(&|k| k.element_a == DType::Bf16),
@@ -247,21 +277,51 @@ fn registry_filter_by_metadata() {
     );
     assert_eq!(names(&|k| k.layout_c == Layout::Column), Vec::<&str>::new());
     assert_eq!(names(&|_| true).len(), 13);
+    // No kernel of the whole registry has a column-major C either.
+    assert_eq!(
+        kernels::REGISTRY.filter(|k| k.layout_c == Layout::Column).count(),
+        0
+    );
 }
 
 #[test]
 fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
+    // On an A100 (8.0): only 2.x kernels run.
     let problem = GemmProblem::new(
         (4096, 4096, 4096),
         (DType::F16, DType::F16, DType::F16),
         (Layout::Row, Layout::Column, Layout::Row),
-    );
+    )
+    .on_compute_capability(80);
     let found: HashSet<_> = kernels::REGISTRY
         .get_kernels(&problem, |_| true)
         .map(|k| k.rust_name)
         .collect();
     // The batched kernel is also f16 row × column → row with alignment 8: it runs it too.
     assert_eq!(found, HashSet::from(["gemm_f16_tn", "gemm_f16_tn_batched"]));
+    // On an H100 (9.0) the f16 CUTLASS 3.x kernels (all row × column → row, alignment 8) join
+    // them.
+    let hopper = problem.clone().on_compute_capability(90);
+    let found_3x: Vec<_> = kernels::REGISTRY
+        .get_kernels(&hopper, |k| k.api == Api::Cutlass3x)
+        .map(|k| k.rust_name)
+        .collect();
+    let f16_3x: Vec<_> = kernels::REGISTRY
+        .filter(|k| k.api == Api::Cutlass3x && k.element_a == DType::F16)
+        .map(|k| k.rust_name)
+        .collect();
+    assert!(!found_3x.is_empty());
+    assert_eq!(found_3x, f16_3x);
+    assert!(
+        found_3x.iter().all(|n| n.starts_with("f16_sm90_")),
+        "{found_3x:?}"
+    );
+    assert_eq!(
+        kernels::REGISTRY
+            .get_kernels(&hopper, |k| k.api == Api::Cutlass2x)
+            .count(),
+        2
+    );
 
     // The metadata predicate narrows the set.
     let identity: Vec<_> = kernels::REGISTRY
@@ -278,8 +338,12 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
     // On a Turing device (7.5) nothing runs it.
     let turing = problem.clone().on_compute_capability(75);
     assert_eq!(kernels::REGISTRY.get_kernels(&turing, |_| true).count(), 0);
-    // An extent no f16 kernel can read in 8-element vectors: nothing runs it either.
-    let odd = GemmProblem { k: 4095, ..problem };
+    // An extent no f16 kernel can read in 8-element vectors: nothing runs it either, on any device.
+    let odd = GemmProblem {
+        k: 4095,
+        compute_capability: None,
+        ..problem
+    };
     assert_eq!(kernels::REGISTRY.get_kernels(&odd, |_| true).count(), 0);
 }
 
@@ -322,7 +386,17 @@ fn get_kernels_f64_and_f32_problems() {
 
 #[test]
 fn every_kernel_has_device_code_and_manifest_metadata() {
+    // Every kernel, 3.x included, has device code and names its manifest entry.
     for k in kernels::REGISTRY.all() {
+        assert!(k.has_device_code(), "{} has no device code", k.rust_name);
+        assert_eq!(k.origin.split(':').next(), Some("kernel_manifest.yaml"));
+        assert_eq!(
+            k.entry.to_str().unwrap(),
+            k.name,
+            "entry symbol is the library name"
+        );
+    }
+    for k in kernels_2x() {
         assert!(k.has_device_code(), "{} has no device code", k.rust_name);
         assert_eq!(k.min_compute_capability, 80, "{}", k.rust_name);
         assert_eq!(k.origin.split(':').next(), Some("kernel_manifest.yaml"));
@@ -709,7 +783,8 @@ fn prepare_tf32_simt_and_f64_launch_shapes() {
 
 #[test]
 fn every_kernel_prepares_and_fits_an_h100() {
-    for info in kernels::REGISTRY.all() {
+    // The 2.x kernels (3.x Params need a TMA encoder: runtime_3x.rs).
+    for info in kernels_2x() {
         let prepared = prepare_ok(info, &operands(info, 256, 256, 256));
         let launch = prepared.launch;
         assert_eq!(launch.block, [threads(info), 1, 1], "{}", info.rust_name);
@@ -727,6 +802,8 @@ fn every_kernel_prepares_and_fits_an_h100() {
         assert!(launch.shared_mem_bytes <= H100.max_shared_memory_per_block_optin);
         assert_eq!(launch.params_bytes as usize, prepared.params().len());
         assert_eq!(launch.workspace_bytes, 0);
+        assert_eq!(launch.fill_count, 0, "{}", info.rust_name);
+        assert_eq!(launch.cluster, [1, 1, 1], "{}", info.rust_name);
     }
 }
 
@@ -775,6 +852,7 @@ fn prepare_runs_cutlass_can_implement() {
     let message = invalid_message(nt, nt.prepare(&args));
     assert_contains(&message, "alignment");
     assert_contains(&message, "CUTLASS rejected the problem");
+    assert_contains(&message, "alignment (A 8, B 8, C 8)");
 
     // Row-major C: n is the contiguous extent.
     let tn = kernel("gemm_f16_tn");
@@ -795,13 +873,13 @@ fn prepare_runs_cutlass_can_implement() {
     args.m = 0;
     assert_contains(
         &invalid_message(tn, tn.prepare(&args)),
-        "CUTLASS rejected the problem as invalid",
+        "CUTLASS's can_implement rejected the problem",
     );
     args.m = 1000;
     args.batch_count = -1;
     assert_contains(
         &invalid_message(tn, tn.prepare(&args)),
-        "rejected the problem as invalid",
+        "can_implement rejected the problem",
     );
     // An unknown mode.
     args.batch_count = 1;
@@ -1136,9 +1214,10 @@ fn plan_rejects_old_devices_and_odd_extents() {
     };
     // Too old a device is the device's fault, not the arguments'.
     match plan(info, &operands(info, 64, 64, 32), &turing) {
-        Err(Error::UnsupportedDevice { message, .. }) => {
-            assert_contains(&message, "compute capability 7.5; this kernel needs 8.0")
-        }
+        Err(Error::UnsupportedDevice { message, .. }) => assert_contains(
+            &message,
+            "compute capability 7.5 but the kernel needs 8.0 or newer",
+        ),
         other => panic!("expected UnsupportedDevice, got {other:?}"),
     }
     // An extent the kernel cannot vectorise is caught by plan, before CUTLASS.
@@ -1269,7 +1348,21 @@ fn encode_decode_round_trip_every_dtype() {
     for &dtype in DType::ALL {
         let bytes = verify::encode(dtype, &values);
         assert_eq!(bytes.len(), values.len() * verify::element_bytes(dtype));
-        assert_eq!(verify::decode(dtype, &bytes), values, "{dtype}");
+        // Every value comes back as its nearest `dtype` value (itself where representable).
+        let rounded: Vec<f64> = values.iter().map(|&v| verify::round_to(dtype, v)).collect();
+        assert_eq!(verify::decode(dtype, &bytes), rounded, "{dtype}");
+        // The 16-bit and wider floats represent all of these exactly (2.5 = 1.01b·2, 0.15625 =
+        // 1.01b·2^-3, 1024 = 2^10, 0.0078125 = 2^-7); so does e5m2 (max 57344, 2 mantissa bits).
+        // e4m3 saturates 1024 to its largest value, 448; the integers round -2.5 to even (-2) and
+        // the fractions to 0, and s8 saturates 1024 to 127.
+        match dtype {
+            DType::F16 | DType::Bf16 | DType::F32 | DType::F64 | DType::E5m2 => {
+                assert_eq!(rounded, values, "{dtype}")
+            }
+            DType::E4m3 => assert_eq!(rounded, [0.0, 1.0, -2.5, 0.15625, 448.0, -0.0078125]),
+            DType::S8 => assert_eq!(rounded, [0.0, 1.0, -2.0, 0.0, 127.0, 0.0]),
+            DType::S32 => assert_eq!(rounded, [0.0, 1.0, -2.0, 0.0, 1024.0, 0.0]),
+        }
         // Values that are not representable come back rounded, like round_to.
         let third = [1.0 / 3.0];
         assert_eq!(
@@ -1282,6 +1375,10 @@ fn encode_decode_round_trip_every_dtype() {
     assert_eq!(verify::element_bytes(DType::Bf16), 2);
     assert_eq!(verify::element_bytes(DType::F32), 4);
     assert_eq!(verify::element_bytes(DType::F64), 8);
+    for dtype in [DType::E4m3, DType::E5m2, DType::S8] {
+        assert_eq!(verify::element_bytes(dtype), 1, "{dtype}");
+    }
+    assert_eq!(verify::element_bytes(DType::S32), 4);
     // Little-endian device bytes of 1.0.
     assert_eq!(verify::encode(DType::F16, &[1.0]), [0x00, 0x3c]);
     assert_eq!(verify::encode(DType::Bf16, &[1.0]), [0x80, 0x3f]);
@@ -1342,7 +1439,11 @@ fn tolerances_per_kernel() {
 
 #[test]
 fn random_values_are_representable_and_deterministic() {
-    for &dtype in DType::ALL {
+    // The floating-point types of 16 bits or more (random_values_per_dtype in types_verify.rs
+    // covers the 8-bit and integer types, whose values are fewer and differently ranged).
+    let wide_floats = DType::ALL.iter().filter(|d| !d.is_integer() && d.bits() >= 16);
+    assert_eq!(wide_floats.clone().count(), 4);
+    for &dtype in wide_floats {
         let v = verify::random_values(dtype, 1000, 7);
         assert_eq!(v.len(), 1000);
         assert!(v.iter().all(|x| (-1.0..=1.0).contains(x)));

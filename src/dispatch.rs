@@ -1,0 +1,295 @@
+//! Kernel selection: given a problem, the best compiled kernel that can run it.
+//!
+//! Two sources, in order:
+//! 1. **A measured table** ([`Table`]): the profiler (`examples/profiler.rs --dispatch-out`) records,
+//!    for each profiled shape and type/layout combination, the fastest verified kernel; the build
+//!    embeds that table ([`crate::kernels::DISPATCH`]). A problem takes the kernel of the nearest
+//!    profiled shape of its types and layouts (distance: sum of |log2| ratios of m, n, k and batch)
+//!    among the entries whose kernel supports it.
+//! 2. **A heuristic** where the table has nothing for the types and layouts: among the kernels that
+//!    support the problem (Hopper kernels first on Hopper), the lowest estimated cost, where cost =
+//!    the work of the busiest multiprocessor in tile-sized steps (output tiles quantised to waves
+//!    of one tile per SM for persistent kernels; evenly split including K for stream-K kernels,
+//!    plus 10 % for its reduction), times a per-tile efficiency penalty `1 + 32/tile_m + 32/tile_n`
+//!    (small tiles re-read more operands per flop). Ties go to manifest order.
+//!
+//! Users who know which kernel they want call its typed function (`kernels::<name>::run`) directly.
+
+use crate::error::Error;
+use crate::gemm::{self, GemmOperands};
+use crate::matrix::{MatrixMut, MatrixRef};
+use crate::model::{DType, Layout, TileScheduler};
+use crate::registry::{GemmProblem, KernelInfo, Registry};
+use crate::types::{Element, LayoutTag};
+use crate::CudaStream;
+
+/// One measured row: the fastest kernel for one shape and type/layout combination.
+#[derive(Debug)]
+pub struct Entry {
+    pub element_a: DType,
+    pub element_b: DType,
+    pub element_c: DType,
+    pub layout_a: Layout,
+    pub layout_b: Layout,
+    pub layout_c: Layout,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub batch: usize,
+    pub kernel: &'static KernelInfo,
+    /// Its measured time, microseconds.
+    pub us: f64,
+}
+
+/// A measured dispatch table, as embedded by the build.
+#[derive(Debug)]
+pub struct Table {
+    /// The device it was measured on (from the table's header), or "" when none was embedded.
+    pub device: &'static str,
+    /// The date of the measurement.
+    pub date: &'static str,
+    pub entries: &'static [Entry],
+}
+
+impl Table {
+    pub const fn new(device: &'static str, date: &'static str, entries: &'static [Entry]) -> Self {
+        Table {
+            device,
+            date,
+            entries,
+        }
+    }
+
+    /// The entry of the nearest profiled shape with the problem's types and layouts whose kernel
+    /// supports the problem.
+    pub fn lookup(&self, problem: &GemmProblem) -> Option<&'static Entry> {
+        let entries: &'static [Entry] = self.entries;
+        entries
+            .iter()
+            .filter(|e| {
+                (
+                    e.element_a,
+                    e.element_b,
+                    e.element_c,
+                    e.layout_a,
+                    e.layout_b,
+                    e.layout_c,
+                ) == (
+                    problem.element_a,
+                    problem.element_b,
+                    problem.element_c,
+                    problem.layout_a,
+                    problem.layout_b,
+                    problem.layout_c,
+                )
+            })
+            .filter(|e| e.kernel.supports(problem).is_ok())
+            .min_by(|x, y| {
+                let key = |e: &Entry| (shape_distance(e, problem), e.us);
+                key(x).partial_cmp(&key(y)).unwrap_or(std::cmp::Ordering::Equal)
+            })
+    }
+}
+
+fn shape_distance(e: &Entry, p: &GemmProblem) -> f64 {
+    let d = |a: usize, b: usize| ((a.max(1) as f64).log2() - (b.max(1) as f64).log2()).abs();
+    d(e.m, p.m) + d(e.n, p.n) + d(e.k, p.k) + d(e.batch, p.batch_count)
+}
+
+/// How a kernel was chosen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Choice {
+    /// From the measured table: the nearest profiled shape.
+    Table {
+        m: usize,
+        n: usize,
+        k: usize,
+        batch: usize,
+    },
+    /// From the heuristic (the table has nothing for these types and layouts).
+    Heuristic,
+}
+
+/// Picks the kernel of `registry` for `problem` on a device with `multiprocessors` SMs, from
+/// `table` first, then the heuristic. `problem.compute_capability` should be set, so that kernels
+/// the device cannot run are excluded. Err lists why no kernel supports the problem.
+pub fn select(
+    registry: &Registry,
+    table: &Table,
+    problem: &GemmProblem,
+    multiprocessors: u32,
+) -> Result<(&'static KernelInfo, Choice), Error> {
+    if let Some(entry) = table.lookup(problem) {
+        let choice = Choice::Table {
+            m: entry.m,
+            n: entry.n,
+            k: entry.k,
+            batch: entry.batch,
+        };
+        return Ok((entry.kernel, choice));
+    }
+    let candidates: Vec<&'static KernelInfo> = registry
+        .all()
+        .iter()
+        .copied()
+        .filter(|k| k.supports(problem).is_ok())
+        .collect();
+    // Prefer the newest generation the device runs (3.x kernels only run on their own arch).
+    let best_api = candidates.iter().map(|k| k.api).max();
+    candidates
+        .into_iter()
+        .filter(|k| Some(k.api) == best_api)
+        .map(|k| (estimated_cost(k, problem, multiprocessors), k))
+        .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
+        .map(|(_, k)| (k, Choice::Heuristic))
+        .ok_or_else(|| no_kernel(registry, problem))
+}
+
+/// The heuristic's cost of `kernel` for `problem` (arbitrary units; only comparisons matter).
+pub fn estimated_cost(kernel: &KernelInfo, problem: &GemmProblem, multiprocessors: u32) -> f64 {
+    let (tm, tn) = (kernel.tile.m.max(1) as f64, kernel.tile.n.max(1) as f64);
+    let sms = multiprocessors.max(1) as f64;
+    let tiles_m = (problem.m as f64 / tm).ceil();
+    let tiles_n = (problem.n as f64 / tn).ceil();
+    let tiles = tiles_m * tiles_n * problem.batch_count as f64;
+    let k = problem.k as f64;
+    let busiest = if kernel.tile_scheduler == TileScheduler::StreamK {
+        // Output tiles and their K iterations are spread evenly over the SMs.
+        1.1 * tiles * tm * tn * k / sms
+    } else {
+        (tiles / sms).ceil() * tm * tn * k
+    };
+    busiest * (1.0 + 32.0 / tm + 32.0 / tn)
+}
+
+fn no_kernel(registry: &Registry, problem: &GemmProblem) -> Error {
+    let mut reasons: Vec<String> = registry
+        .all()
+        .iter()
+        .filter_map(|k| k.supports(problem).err())
+        .filter(|u| {
+            // Only kernels of the right types/layouts explain anything useful.
+            u.reasons.iter().all(|r| !r.contains("but the kernel takes"))
+        })
+        .map(|u| u.to_string())
+        .collect();
+    if reasons.is_empty() {
+        reasons.push(format!(
+            "no compiled kernel takes A {} {}-major, B {} {}-major, C/D {} {}-major; add one to the manifest",
+            problem.element_a,
+            problem.layout_a,
+            problem.element_b,
+            problem.layout_b,
+            problem.element_c,
+            problem.layout_c
+        ));
+    }
+    Error::InvalidArgument {
+        kernel: "dispatch",
+        message: format!("no kernel can run this problem: {}", reasons.join(" | ")),
+    }
+}
+
+/// Types and layouts of a GEMM's operands, for the untyped dispatch path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signature {
+    pub element_a: DType,
+    pub element_b: DType,
+    pub element_c: DType,
+    pub layout_a: Layout,
+    pub layout_b: Layout,
+    pub layout_c: Layout,
+}
+
+/// Chooses a kernel for `operands` (see [`select`]) from this crate's registry and embedded table,
+/// and launches it on `stream`. Returns the kernel that ran.
+///
+/// # Safety
+/// As [`gemm::launch_raw`]: each operand must be device memory of at least `len` elements of the
+/// signature's element type, valid until the kernel completes; D must not overlap A or B.
+pub unsafe fn launch_raw(
+    stream: &CudaStream,
+    signature: Signature,
+    operands: &GemmOperands,
+) -> Result<&'static KernelInfo, Error> {
+    unsafe {
+        launch_raw_with(
+            &crate::kernels::REGISTRY,
+            &crate::kernels::DISPATCH,
+            stream,
+            signature,
+            operands,
+        )
+    }
+}
+
+/// [`launch_raw`] with an explicit registry and table (a downstream crate's own kernels).
+///
+/// # Safety
+/// As [`launch_raw`].
+pub unsafe fn launch_raw_with(
+    registry: &Registry,
+    table: &Table,
+    stream: &CudaStream,
+    signature: Signature,
+    operands: &GemmOperands,
+) -> Result<&'static KernelInfo, Error> {
+    let device = crate::device::props(stream.context())?;
+    let problem = problem_of(signature, operands, device.compute_capability);
+    let (kernel, _) = select(registry, table, &problem, device.multiprocessors)?;
+    unsafe { gemm::launch_raw(kernel, stream, operands) }?;
+    Ok(kernel)
+}
+
+/// The discovery view of `operands` (extents from A and B, batch from D, strides, addresses).
+pub fn problem_of(signature: Signature, operands: &GemmOperands, compute_capability: u32) -> GemmProblem {
+    let (a, b, d) = (&operands.a.shape, &operands.b.shape, &operands.d.shape);
+    let c = operands.c.as_ref().unwrap_or(&operands.d);
+    let stride = |s: &crate::MatrixShape| if s.batch_count == 1 { 0 } else { s.batch_stride };
+    GemmProblem {
+        lda: Some(a.ld),
+        ldb: Some(b.ld),
+        ldc: Some(c.shape.ld),
+        batch_stride_a: Some(stride(a)),
+        batch_stride_b: Some(stride(b)),
+        batch_stride_c: Some(stride(&c.shape)),
+        address_a: Some(operands.a.address),
+        address_b: Some(operands.b.address),
+        address_c: Some(c.address),
+        compute_capability: Some(compute_capability),
+        ..GemmProblem::new(
+            (a.rows, b.cols, a.cols),
+            (signature.element_a, signature.element_b, signature.element_c),
+            (signature.layout_a, signature.layout_b, signature.layout_c),
+        )
+        .batched(d.batch_count)
+    }
+}
+
+/// D = alpha·(A @ B) + beta·C with the kernel [`select`] picks from this crate's kernels; returns
+/// the kernel that ran. The typed path for callers who do not want to name a kernel: shapes,
+/// buffer lengths and alignment are checked exactly as for a kernel's own `run`.
+#[allow(clippy::too_many_arguments)]
+pub fn run<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC: LayoutTag>(
+    stream: &CudaStream,
+    a: MatrixRef<'_, A, LA>,
+    b: MatrixRef<'_, B, LB>,
+    c: Option<(MatrixRef<'_, C, LC>, f64)>,
+    d: MatrixMut<'_, C, LC>,
+    alpha: f64,
+) -> Result<&'static KernelInfo, Error> {
+    let signature = Signature {
+        element_a: A::DTYPE,
+        element_b: B::DTYPE,
+        element_c: C::DTYPE,
+        layout_a: LA::LAYOUT,
+        layout_b: LB::LAYOUT,
+        layout_c: LC::LAYOUT,
+    };
+    let beta = c.as_ref().map_or(0.0, |(_, beta)| *beta);
+    gemm::with_operands(stream, a, b, c.map(|(c, _)| c), d, (alpha, beta), |operands| {
+        // SAFETY: every address comes from a live cudarc buffer of the stated length whose element
+        // type is the signature's (enforced by the type parameters).
+        unsafe { launch_raw(stream, signature, operands) }
+    })
+}

@@ -1,0 +1,85 @@
+//! The last step of the pipeline: enqueue a prepared kernel on the caller's stream — its workspace
+//! fills first, then the kernel itself, as a plain launch or, for thread-block clusters, through
+//! `cuLaunchKernelEx` with the cluster-dimension attribute.
+
+use std::ffi::c_void;
+
+use cudarc::driver::{result, sys, CudaStream};
+
+use crate::abi;
+use crate::error::Error;
+
+/// Enqueues `launch`'s workspace fills (at `workspace`) and then the kernel `function` with the
+/// single argument at `params`.
+///
+/// # Safety
+/// `function` must take exactly one parameter of `launch.params_bytes` bytes, which `params` points
+/// to; `workspace` must hold `launch.workspace_bytes` bytes when that is non-zero; the stream's
+/// context must be current on this thread.
+pub(crate) unsafe fn enqueue(
+    function: sys::CUfunction,
+    stream: &CudaStream,
+    launch: &abi::cutlass_aot_launch,
+    params: *const u8,
+    workspace: sys::CUdeviceptr,
+) -> Result<(), Error> {
+    let cu_stream = stream.cu_stream();
+    let fills = &launch.fills[..(launch.fill_count as usize).min(launch.fills.len())];
+    for fill in fills {
+        let at = workspace + fill.offset;
+        let count = fill.count as usize;
+        let status = match fill.element_bytes {
+            1 => unsafe { sys::cuMemsetD8Async(at, fill.value as u8, count, cu_stream) },
+            2 => unsafe { sys::cuMemsetD16Async(at, fill.value as u16, count, cu_stream) },
+            _ => unsafe { sys::cuMemsetD32Async(at, fill.value, count, cu_stream) },
+        };
+        status
+            .result()
+            .map_err(Error::driver("clearing the kernel's workspace"))?;
+    }
+    let mut kernel_params = [params as *mut c_void];
+    let [gx, gy, gz] = launch.grid;
+    let [bx, by, bz] = launch.block;
+    if launch.cluster == [1, 1, 1] {
+        return unsafe {
+            result::launch_kernel(
+                function,
+                (gx, gy, gz),
+                (bx, by, bz),
+                launch.shared_mem_bytes,
+                cu_stream,
+                &mut kernel_params,
+            )
+        }
+        .map_err(Error::driver("launching the kernel"));
+    }
+    let mut attribute = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: unsafe { std::mem::zeroed() },
+    };
+    let [cx, cy, cz] = launch.cluster;
+    attribute.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: cx, y: cy, z: cz };
+    let config = sys::CUlaunchConfig {
+        gridDimX: gx,
+        gridDimY: gy,
+        gridDimZ: gz,
+        blockDimX: bx,
+        blockDimY: by,
+        blockDimZ: bz,
+        sharedMemBytes: launch.shared_mem_bytes,
+        hStream: cu_stream,
+        attrs: &mut attribute,
+        numAttrs: 1,
+    };
+    unsafe {
+        sys::cuLaunchKernelEx(
+            &config,
+            function,
+            kernel_params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .map_err(Error::driver("launching the kernel with thread-block clusters"))
+}
