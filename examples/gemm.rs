@@ -3,13 +3,20 @@
 //! embedded kernels and says why nothing ran.
 //!
 //!     cargo run --release --example gemm -- [--kernel NAME] [--m M --n N --k K] [--iters N] [--json]
+//!
+//! For many kernels and shapes, side by side, see the `profiler` example.
+
+mod common;
 
 use std::time::Instant;
 
-use cudarc::driver::DevicePtr;
+use common::{Extents, GemmData, Pools, Types};
 use cutlass_aot::kernels::REGISTRY;
-use cutlass_aot::verify;
-use cutlass_aot::{device, GemmOperands, KernelInfo, MatrixShape, Operand};
+use cutlass_aot::{device, KernelInfo};
+
+/// Elements of D compared with the f64 reference (plus the corners).
+const SAMPLES: usize = 512;
+const WARMUP: usize = 5;
 
 struct Options {
     kernel: String,
@@ -32,16 +39,16 @@ fn parse_args() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
-        let number = |v: String| {
-            v.parse::<usize>()
-                .map_err(|_| format!("{flag}: {v:?} is not a positive integer"))
+        let number = |v: String| match v.parse::<usize>() {
+            Ok(x) if x >= 1 => Ok(x),
+            _ => Err(format!("{flag}: {v:?} is not a positive integer")),
         };
         match flag.as_str() {
             "--kernel" => o.kernel = value()?,
             "--m" => o.m = number(value()?)?,
             "--n" => o.n = number(value()?)?,
             "--k" => o.k = number(value()?)?,
-            "--iters" => o.iters = number(value()?)?.max(1),
+            "--iters" => o.iters = number(value()?)?,
             "--json" => o.json = true,
             other => return Err(format!("unknown argument {other:?}; usage: gemm [--kernel NAME] [--m M --n N --k K] [--iters N] [--json]")),
         }
@@ -92,109 +99,74 @@ fn run(
     o: &Options,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let stream = ctx.default_stream();
-    let (m, n, k) = (o.m, o.n, o.k);
-    let (sa, sb, sd) = (
-        MatrixShape::packed(m, k, info.layout_a),
-        MatrixShape::packed(k, n, info.layout_b),
-        MatrixShape::packed(m, n, info.layout_c),
-    );
-    let a_host = verify::random_values(info.element_a, m * k, 1);
-    let b_host = verify::random_values(info.element_b, k * n, 2);
-    let a = stream.clone_htod(&verify::encode(info.element_a, &a_host))?;
-    let b = stream.clone_htod(&verify::encode(info.element_b, &b_host))?;
-    let d = stream.clone_htod(&verify::encode(info.element_c, &vec![f64::NAN; m * n]))?;
-    let (pa, _ga) = a.device_ptr(&stream);
-    let (pb, _gb) = b.device_ptr(&stream);
-    let (pd, _gd) = d.device_ptr(&stream);
-    let operands = GemmOperands {
-        a: Operand {
-            shape: sa,
-            len: m * k,
-            address: pa,
-        },
-        b: Operand {
-            shape: sb,
-            len: k * n,
-            address: pb,
-        },
-        c: None,
-        d: Operand {
-            shape: sd,
-            len: m * n,
-            address: pd,
-        },
-        alpha: 1.0,
-        beta: 0.0,
+    let extents = Extents {
+        m: o.m,
+        n: o.n,
+        k: o.k,
+        batch: 1,
     };
-    // SAFETY: the buffers above hold exactly these element types and lengths.
+    let mut pools = Pools::new(stream.clone());
+    let data = GemmData::new(&stream, &mut pools, extents, Types::of(info), false)?;
+    let operands = data.operands(1.0, 0.0);
+    // SAFETY: the buffers of `data` hold exactly these element types and lengths.
     let launch = || unsafe { cutlass_aot::gemm::launch_raw(info, &stream, &operands) };
+
+    // Verify sampled elements of a poisoned D against an f64 reference on the same inputs.
+    data.poison_d()?;
     let first = Instant::now();
     launch()?; // loads the image and checks everything
     stream.synchronize()?;
     let first_call = first.elapsed();
+    let positions = common::sample_positions(extents, SAMPLES);
+    let reference = data.reference(&positions, 1.0, 0.0);
+    let check = common::check(&data, info, &positions, &reference)?;
+    let verified = check.passed();
 
-    // Verify sampled elements against an f64 reference on the same (rounded) inputs.
-    let out = verify::decode(info.element_c, &stream.clone_dtoh(&d)?);
-    let (mut got, mut want) = (Vec::new(), Vec::new());
-    let samples = verify::random_values(cutlass_aot::model::DType::F64, 2 * 512, 3);
-    for pair in samples.chunks(2) {
-        let i = ((pair[0] + 1.0) / 2.0 * (m - 1) as f64) as usize;
-        let j = ((pair[1] + 1.0) / 2.0 * (n - 1) as f64) as usize;
-        let dot: f64 = (0..k)
-            .map(|p| {
-                a_host[verify::offset(&sa, info.layout_a, 0, i, p)]
-                    * b_host[verify::offset(&sb, info.layout_b, 0, p, j)]
-            })
-            .sum();
-        got.push(out[verify::offset(&sd, info.layout_c, 0, i, j)]);
-        want.push(verify::round_to(info.element_c, dot));
-    }
-    let unwritten = out.iter().filter(|v| v.is_nan()).count();
-    let error = verify::relative_error(&got, &want);
-    let verified = unwritten == 0 && error <= verify::tolerance(info);
-
-    for _ in 0..5 {
-        launch()?;
-    }
-    let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let (start, end) = (ctx.new_event(timing)?, ctx.new_event(timing)?);
-    let mut times = Vec::new();
-    for _ in 0..o.iters {
-        start.record(&stream)?;
-        launch()?;
-        end.record(&stream)?;
-        end.synchronize()?;
-        times.push(start.elapsed_ms(&end)? as f64 * 1e3);
-    }
-    times.sort_by(|x, y| x.partial_cmp(y).unwrap());
-    let median_us = times[times.len() / 2];
-    let tflops = 2.0 * (m * n * k) as f64 / (median_us * 1e-6) / 1e12;
-    let device_name = ctx.name()?;
+    let spinner = common::Spinner::new(ctx).ok();
+    let timing = common::time_launches(ctx, &stream, WARMUP, o.iters, None, spinner.as_ref(), launch)
+        .map_err(|f| f.to_string())?;
+    let seconds = timing.median_us * 1e-6;
+    let tflops = extents.flops() / seconds / 1e12;
+    let gbps = common::gemm_bytes(extents, data.types, false) / seconds / 1e9;
+    let device_name = common::device_name(ctx);
     if o.json {
+        let record = common::gemm_record(&device_name, &common::utc_date(), info, extents, 1.0, 0.0)
+            .int("warmup", WARMUP);
         println!(
-            "{{\"device\": {:?}, \"op\": \"gemm\", \"kernel\": {:?}, \"dtype\": \"{}\", \"layout\": \"{}{}{}\", \"epilogue\": \"{}\", \"m\": {m}, \"n\": {n}, \"k\": {k}, \"batch\": 1, \"ours_us\": {median_us:.2}, \"ours_tflops\": {tflops:.1}, \"verified\": {verified}, \"rel_error\": {error:.3e}}}",
-            device_name,
-            info.name,
-            if info.opclass == cutlass_aot::model::OpClass::TensorOp && info.element_a == cutlass_aot::model::DType::F32 { "tf32".to_string() } else { info.element_a.to_string() },
-            info.layout_a.letter(),
-            info.layout_b.letter(),
-            info.layout_c.letter(),
-            info.epilogue,
+            "{}",
+            common::measurement_fields(record, &timing, tflops, gbps, Some(&check)).finish()
         );
     } else {
         println!("device:   {device_name}");
         println!("kernel:   {} ({})", info.rust_name, info.name);
         println!(
-            "problem:  {m}x{n}x{k}, A {} {}-major, B {} {}-major, D {} {}-major",
-            info.element_a, info.layout_a, info.element_b, info.layout_b, info.element_c, info.layout_c
+            "problem:  {}x{}x{}, A {} {}-major, B {} {}-major, D {} {}-major",
+            o.m,
+            o.n,
+            o.k,
+            info.element_a,
+            info.layout_a,
+            info.element_b,
+            info.layout_b,
+            info.element_c,
+            info.layout_c
         );
         println!(
             "first call (image load + launch + sync): {:.1} ms",
             first_call.as_secs_f64() * 1e3
         );
-        println!("verified: {verified} ({} sampled elements, relative error {error:.2e}, tolerance {:.0e}, unwritten {unwritten})", got.len(), verify::tolerance(info));
-        println!("time:     {median_us:.1} us (median of {})", o.iters);
-        println!("rate:     {tflops:.1} TFLOP/s");
+        println!(
+            "verified: {verified} ({} sampled elements, relative error {:.2e}, tolerance {:.0e}, unwritten {})",
+            check.samples,
+            check.rel_error,
+            check.tolerance,
+            check.unwritten.map_or("not counted".to_string(), |n| n.to_string())
+        );
+        println!(
+            "time:     {:.1} us (median of {} launches, back to back)",
+            timing.median_us, timing.iters
+        );
+        println!("rate:     {tflops:.1} TFLOP/s, {gbps:.0} GB/s");
     }
     if !verified {
         return Err("result does not match the reference".into());

@@ -1,0 +1,1144 @@
+//! The profiler: runs chosen kernels — or every kernel that supports a problem — on given shapes,
+//! verifies each result against an f64 host reference on sampled elements, and prints a table (or
+//! JSON Lines) of time, TFLOP/s and GB/s. It can also write the dispatch table the build embeds:
+//! the fastest verified kernel per shape and operand types.
+//!
+//!     cargo run --release --example profiler -- --sweep smoke
+//!     cargo run --release --example profiler -- --dtype bf16,f16 --sweep issue3 --json \
+//!         --dispatch-out dispatch.tsv > results.jsonl
+//!
+//! `--help` lists the options; `bench/README.md` describes the output formats.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use common::{Check, Extents, Failure, GemmData, Pools, Spinner, Timing, Types};
+use cudarc::driver::{CudaContext, CudaStream};
+use cutlass_aot::kernels::REGISTRY;
+use cutlass_aot::model::{DType, Layout};
+use cutlass_aot::{device, GemmProblem, KernelInfo};
+
+const USAGE: &str = "\
+usage: profiler [options]
+
+Kernels (default: every kernel of the --dtype/--c-dtype/--layout selection that supports a shape):
+  --kernels NAME[,NAME...]   these kernels (Rust or CUTLASS names), each with its own types and
+                             layouts; a named kernel that cannot run a shape gets a row saying why
+  --all                      every selected kernel that supports the shape (the default)
+  --dtype T[,T...]|all       A's type: f16 bf16 tf32 f32 f64 e4m3 e5m2 s8 (tf32 = f32 on tensor
+                             cores, f32 = SIMT); default bf16
+  --c-dtype T                only kernels whose C/D type is T (default: any)
+  --layout L[,L...]|all      A and B layouts, t = row-major, n = column-major (tn, nn, nt, tt), or
+                             with C's letter (tnt); default tn (C row-major)
+Shapes (default: --sweep smoke):
+  --shapes MxNxK[xBATCH][,...]
+  --sweep issue3|smoke       issue3: squares 1024..8192 and M {16,128,1024,4096} x N, K {4096,
+                             8192,14336,28672} (68, 67 distinct); smoke: a few small ones, one ragged
+Measurement:
+  --beta B                   D = A·B + B·C (default 0: C is not read)
+  --raster auto|m|n          tile order of 3.x persistent kernels (default auto: CUTLASS's choice)
+  --swizzle 0|1|2|4|8        swizzle band of 3.x kernels in tiles (default 0: CUTLASS's, 1)
+  --iters N                  timed launches per kernel and shape (default 20)
+  --warmup N                 untimed launches first (default 5)
+  --max-seconds-per-kernel S cap the timed launches of one kernel on one shape at about S seconds
+                             (at least 3 launches; default 2)
+  --samples N                elements of D verified against the f64 reference (default 256, plus
+                             the corners)
+  --no-verify                skip verification (rows say so; nothing enters the dispatch table)
+Output:
+  --json                     one JSON object per line (DESIGN §6 records) instead of the table
+  --dispatch-out FILE        write the fastest verified kernel per shape and operand types (TSV)
+  --list                     list the kernels (rust_name, name, api, schedule, ...) and exit
+  --help
+
+Time is the median of per-launch CUDA-event times (launches enqueued back to back behind a spin
+kernel, so they run back to back on the GPU whatever their host cost); TFLOP/s =
+2·m·n·k·batch / time; GB/s = bytes of A, B, D (and C when beta != 0) / time.
+Exit status: 0 all rows ran and verified, 1 some kernel failed or did not verify, 2 usage error or
+no GPU.";
+
+// ---------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Debug, PartialEq)]
+struct Options {
+    kernels: Option<Vec<String>>,
+    /// `None` = every type.
+    dtypes: Option<Vec<String>>,
+    c_dtype: Option<DType>,
+    /// (A, B, C) layouts; C `None` = row-major. `None` = every layout.
+    layouts: Option<Vec<(Layout, Layout, Option<Layout>)>>,
+    /// --dtype, --c-dtype or --layout was given (they do not apply with --kernels).
+    type_filters_given: bool,
+    shapes: Vec<Extents>,
+    beta: f64,
+    /// Run-time rasterisation of 3.x kernels (2.x kernels ignore it).
+    tuning: cutlass_aot::Tuning,
+    iters: usize,
+    warmup: usize,
+    max_seconds: Option<f64>,
+    samples: usize,
+    verify: bool,
+    json: bool,
+    dispatch_out: Option<String>,
+    list: bool,
+    help: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            kernels: None,
+            dtypes: Some(vec!["bf16".into()]),
+            c_dtype: None,
+            layouts: Some(vec![(Layout::Row, Layout::Column, None)]),
+            type_filters_given: false,
+            shapes: Vec::new(),
+            beta: 0.0,
+            tuning: cutlass_aot::Tuning::default(),
+            iters: 20,
+            warmup: 5,
+            max_seconds: Some(2.0),
+            samples: 256,
+            verify: true,
+            json: false,
+            dispatch_out: None,
+            list: false,
+            help: false,
+        }
+    }
+}
+
+/// `MxNxK` or `MxNxKxBATCH`, every extent at least 1.
+fn parse_shape(s: &str) -> Result<Extents, String> {
+    let parts: Vec<&str> = s.trim().split(['x', 'X']).collect();
+    if !(3..=4).contains(&parts.len()) {
+        return Err(format!("shape {s:?}: expected MxNxK or MxNxKxBATCH"));
+    }
+    let mut v = [1usize; 4];
+    for (slot, part) in v.iter_mut().zip(&parts) {
+        *slot = match part.parse::<usize>() {
+            Ok(x) if x >= 1 => x,
+            _ => return Err(format!("shape {s:?}: {part:?} is not a positive integer")),
+        };
+    }
+    Ok(Extents {
+        m: v[0],
+        n: v[1],
+        k: v[2],
+        batch: v[3],
+    })
+}
+
+/// The named shape lists.
+fn sweep(name: &str) -> Result<Vec<Extents>, String> {
+    let e = |m, n, k, batch| Extents { m, n, k, batch };
+    match name {
+        "issue3" => {
+            let mut shapes: Vec<Extents> = [1024, 2048, 4096, 8192].iter().map(|&s| e(s, s, s, 1)).collect();
+            let big = [4096, 8192, 14336, 28672];
+            for m in [16, 128, 1024, 4096] {
+                for n in big {
+                    for k in big {
+                        shapes.push(e(m, n, k, 1));
+                    }
+                }
+            }
+            Ok(shapes)
+        }
+        "smoke" => Ok(vec![
+            e(1003, 1000, 1000, 1),
+            e(16, 4096, 4096, 1),
+            e(128, 128, 64, 1),
+            e(256, 512, 128, 1),
+            e(512, 512, 512, 4),
+            e(4096, 4096, 4096, 1),
+        ]),
+        other => Err(format!("unknown sweep {other:?}; known: issue3, smoke")),
+    }
+}
+
+/// A/B type names --dtype accepts (the `dtype` of result records).
+fn dtype_allowed(label: &str) -> bool {
+    label == "tf32" || DType::from_manifest_name(label).is_some()
+}
+
+/// `tn` (C row-major) or `tnt`.
+fn parse_layout(s: &str) -> Result<(Layout, Layout, Option<Layout>), String> {
+    let letters: Vec<Option<Layout>> = s.chars().map(common::letter_layout).collect();
+    match letters.as_slice() {
+        [Some(a), Some(b)] => Ok((*a, *b, None)),
+        [Some(a), Some(b), Some(c)] => Ok((*a, *b, Some(*c))),
+        _ => Err(format!(
+            "layout {s:?}: expected two letters for A and B (tn, nn, nt, tt) or three with C (tnt); \
+             t = row-major, n = column-major"
+        )),
+    }
+}
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut o = Options::default();
+    let mut shapes = Vec::new();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let flag = flag.as_str();
+        let mut value = || it.next().cloned().ok_or(format!("{flag} needs a value"));
+        let count = |v: String| {
+            v.parse::<usize>()
+                .map_err(|_| format!("{flag}: {v:?} is not a non-negative integer"))
+        };
+        let list = |v: String| -> Vec<String> {
+            v.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        };
+        match flag {
+            "--kernels" | "--kernel" => {
+                let names = list(value()?);
+                if names.is_empty() {
+                    return Err(format!("{flag} needs at least one kernel name"));
+                }
+                o.kernels.get_or_insert_with(Vec::new).extend(names);
+            }
+            "--all" => o.kernels = None,
+            "--dtype" => {
+                o.type_filters_given = true;
+                let v = value()?;
+                if v == "all" {
+                    o.dtypes = None;
+                } else {
+                    let names = list(v);
+                    if let Some(bad) = names.iter().find(|n| !dtype_allowed(n)) {
+                        return Err(format!(
+                            "--dtype: unknown type {bad:?}; allowed: tf32, {}, all",
+                            DType::allowed()
+                        ));
+                    }
+                    if names.is_empty() {
+                        return Err("--dtype needs a type".into());
+                    }
+                    o.dtypes = Some(names);
+                }
+            }
+            "--c-dtype" => {
+                o.type_filters_given = true;
+                let v = value()?;
+                o.c_dtype = Some(DType::from_manifest_name(&v).ok_or(format!(
+                    "--c-dtype: unknown type {v:?}; allowed: {}",
+                    DType::allowed()
+                ))?);
+            }
+            "--layout" => {
+                o.type_filters_given = true;
+                let v = value()?;
+                o.layouts = if v == "all" {
+                    None
+                } else {
+                    let parsed = list(v)
+                        .iter()
+                        .map(|s| parse_layout(s))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    if parsed.is_empty() {
+                        return Err("--layout needs a layout".into());
+                    }
+                    Some(parsed)
+                };
+            }
+            "--shapes" | "--shape" => {
+                for s in list(value()?) {
+                    shapes.push(parse_shape(&s)?);
+                }
+            }
+            "--sweep" => shapes.extend(sweep(&value()?)?),
+            "--beta" => {
+                let v = value()?;
+                o.beta = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|b| b.is_finite())
+                    .ok_or(format!("--beta: {v:?} is not a number"))?;
+            }
+            "--raster" => {
+                o.tuning.raster = match value()?.as_str() {
+                    "auto" => cutlass_aot::Raster::Heuristic,
+                    "m" => cutlass_aot::Raster::AlongM,
+                    "n" => cutlass_aot::Raster::AlongN,
+                    other => return Err(format!("--raster: {other:?}; allowed: auto, m, n")),
+                }
+            }
+            "--swizzle" => {
+                let v = count(value()?)?;
+                if ![0, 1, 2, 4, 8].contains(&v) {
+                    return Err(format!("--swizzle: {v}; allowed: 0 (default), 1, 2, 4, 8"));
+                }
+                o.tuning.max_swizzle = v as u32;
+            }
+            "--iters" => o.iters = count(value()?)?.max(1),
+            "--warmup" => o.warmup = count(value()?)?,
+            "--max-seconds-per-kernel" => {
+                let v = value()?;
+                let s = v.parse::<f64>().ok().filter(|s| *s >= 0.0).ok_or(format!(
+                    "--max-seconds-per-kernel: {v:?} is not a number of seconds"
+                ))?;
+                o.max_seconds = (s > 0.0).then_some(s);
+            }
+            "--samples" => o.samples = count(value()?)?,
+            "--no-verify" => o.verify = false,
+            "--json" => o.json = true,
+            "--dispatch-out" => o.dispatch_out = Some(value()?),
+            "--list" => o.list = true,
+            "--help" | "-h" => o.help = true,
+            other => return Err(format!("unknown argument {other:?} (see --help)")),
+        }
+    }
+    if shapes.is_empty() {
+        shapes = sweep("smoke")?;
+    }
+    // Keep the first occurrence of each shape, in order.
+    let mut seen = std::collections::HashSet::new();
+    o.shapes = shapes.into_iter().filter(|s| seen.insert(*s)).collect();
+    Ok(o)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel selection
+// ---------------------------------------------------------------------------------------------
+
+/// Whether `info` is in the --dtype / --c-dtype / --layout selection.
+fn in_selection(o: &Options, info: &KernelInfo) -> bool {
+    let dtype = o.dtypes.as_ref().map_or(true, |names| {
+        names.iter().any(|n| *n == common::dtype_label(info))
+    });
+    let c = o.c_dtype.map_or(true, |c| c == info.element_c);
+    let layout = o.layouts.as_ref().map_or(true, |ls| {
+        ls.iter().any(|&(a, b, c)| {
+            a == info.layout_a && b == info.layout_b && c.unwrap_or(Layout::Row) == info.layout_c
+        })
+    });
+    dtype && c && layout
+}
+
+/// The kernels to consider: the named ones, or the selection.
+fn candidates(o: &Options) -> Result<Vec<&'static KernelInfo>, String> {
+    match &o.kernels {
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                REGISTRY.by_name(n).ok_or_else(|| {
+                    format!(
+                        "no kernel named {n:?} in this binary (--list shows the {} kernels)",
+                        REGISTRY.all().len()
+                    )
+                })
+            })
+            .collect(),
+        None => {
+            let chosen: Vec<_> = REGISTRY.filter(|k| in_selection(o, k)).collect();
+            if chosen.is_empty() {
+                Err(format!(
+                    "no kernel in this binary matches --dtype {} --c-dtype {} --layout {} (--list shows the {} kernels)",
+                    o.dtypes.as_ref().map_or("all".into(), |d| d.join(",")),
+                    o.c_dtype.map_or("any".into(), |c| c.to_string()),
+                    o.layouts.as_ref().map_or("all".into(), |ls| ls
+                        .iter()
+                        .map(|(a, b, c)| format!(
+                            "{}{}{}",
+                            a.letter(),
+                            b.letter(),
+                            c.unwrap_or(Layout::Row).letter()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(",")),
+                    REGISTRY.all().len()
+                ))
+            } else {
+                Ok(chosen)
+            }
+        }
+    }
+}
+
+/// The problem `info` would be asked to run (its own types and layouts).
+fn problem(info: &KernelInfo, e: Extents, cc: Option<u32>) -> GemmProblem {
+    let mut p = GemmProblem::new(
+        (e.m, e.n, e.k),
+        (info.element_a, info.element_b, info.element_c),
+        (info.layout_a, info.layout_b, info.layout_c),
+    )
+    .batched(e.batch);
+    p.compute_capability = cc;
+    p
+}
+
+/// `supports`, ignoring only a missing device code (for describing what a full build would run).
+fn would_support(info: &KernelInfo, e: Extents) -> bool {
+    match info.supports(&problem(info, e, None)) {
+        Ok(()) => true,
+        Err(u) => !info.has_device_code() && u.reasons.len() == 1,
+    }
+}
+
+fn list_kernels(out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "# rust_name\tname\tapi\tschedule\tepilogue_schedule\ttile_scheduler\tdtype\ta\tb\tc\tlayout\ttile\tcluster"
+    )?;
+    for k in REGISTRY.all() {
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            k.rust_name,
+            k.name,
+            k.api,
+            k.schedule,
+            k.epilogue_schedule,
+            k.tile_scheduler,
+            common::dtype_label(k),
+            k.element_a,
+            k.element_b,
+            k.element_c,
+            common::layout_abc(k),
+            k.tile,
+            k.cluster
+        )?;
+    }
+    Ok(())
+}
+
+/// What would run, for the no-GPU message.
+fn describe_plan(o: &Options, kernels: &[&'static KernelInfo], out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{} kernel(s) selected of the {} in this binary, {} shape(s):",
+        kernels.len(),
+        REGISTRY.all().len(),
+        o.shapes.len()
+    )?;
+    let width = kernels.iter().map(|k| k.rust_name.len()).max().unwrap_or(0);
+    for info in kernels {
+        let n = o.shapes.iter().filter(|&&e| would_support(info, e)).count();
+        writeln!(
+            out,
+            "  {:<width$}  {}  ({} {} {}, {}; supports {n} of {} shapes)",
+            info.rust_name,
+            info.name,
+            info.api,
+            info.schedule,
+            info.tile_scheduler,
+            common::dtype_label(info),
+            o.shapes.len()
+        )?;
+    }
+    let shapes: Vec<String> = o.shapes.iter().take(12).map(|s| s.to_string()).collect();
+    writeln!(
+        out,
+        "shapes: {}{}",
+        shapes.join(", "),
+        if o.shapes.len() > 12 { ", ..." } else { "" }
+    )?;
+    if kernels.iter().any(|k| !k.has_device_code()) {
+        writeln!(
+            out,
+            "note: this binary was built without device code (CUTLASS_AOT_NO_NVCC or DOCS_RS); \
+             even with a GPU its kernels could not run"
+        )?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows
+// ---------------------------------------------------------------------------------------------
+
+struct Measured {
+    timing: Timing,
+    check: Option<Check>,
+    tflops: f64,
+    gbps: f64,
+}
+
+enum Outcome {
+    Ran(Measured),
+    /// A named kernel that cannot run the shape (not a failure).
+    Unsupported(String),
+    Failed(String),
+}
+
+struct Row {
+    info: &'static KernelInfo,
+    extents: Extents,
+    outcome: Outcome,
+}
+
+impl Row {
+    fn verified(&self) -> bool {
+        matches!(&self.outcome, Outcome::Ran(m) if m.check.is_some_and(|c| c.passed()))
+    }
+
+    /// A failure for the exit status: an error, or a verification that did not pass.
+    fn is_failure(&self) -> bool {
+        match &self.outcome {
+            Outcome::Ran(m) => m.check.is_some_and(|c| !c.passed()),
+            Outcome::Unsupported(_) => false,
+            Outcome::Failed(_) => true,
+        }
+    }
+}
+
+/// What every record of one run shares.
+struct RunInfo {
+    device: String,
+    date: String,
+    alpha: f64,
+    beta: f64,
+    warmup: usize,
+}
+
+fn table_header(kernel_width: usize) -> String {
+    format!(
+        "{:<kw$} {:>6} {:>6} {:>6} {:>5} {:>11} {:>8} {:>8}  verified (rel. error)",
+        "kernel",
+        "m",
+        "n",
+        "k",
+        "batch",
+        "us",
+        "TFLOP/s",
+        "GB/s",
+        kw = kernel_width
+    )
+}
+
+fn table_row(row: &Row, kernel_width: usize) -> String {
+    let e = row.extents;
+    let head = format!(
+        "{:<kw$} {:>6} {:>6} {:>6} {:>5}",
+        row.info.rust_name,
+        e.m,
+        e.n,
+        e.k,
+        e.batch,
+        kw = kernel_width
+    );
+    match &row.outcome {
+        Outcome::Ran(m) => {
+            let verdict = match m.check {
+                None => "not verified".to_string(),
+                Some(c) if c.unwritten.unwrap_or(0) > 0 => {
+                    format!("NO: {} outputs unwritten", c.unwritten.unwrap_or(0))
+                }
+                Some(c) if c.passed() => format!("yes ({:.1e})", c.rel_error),
+                Some(c) => format!("NO ({:.1e} > tolerance {:.0e})", c.rel_error, c.tolerance),
+            };
+            format!(
+                "{head} {:>11.2} {:>8.1} {:>8.1}  {verdict}",
+                m.timing.median_us, m.tflops, m.gbps
+            )
+        }
+        Outcome::Unsupported(why) => format!("{head} {:>11} {:>8} {:>8}  unsupported: {why}", "-", "-", "-"),
+        Outcome::Failed(why) => format!("{head} {:>11} {:>8} {:>8}  ERROR: {why}", "-", "-", "-"),
+    }
+}
+
+fn json_row(row: &Row, run: &RunInfo) -> String {
+    let info = row.info;
+    let e = row.extents;
+    let mut r =
+        common::gemm_record(&run.device, &run.date, info, e, run.alpha, run.beta).int("warmup", run.warmup);
+    match &row.outcome {
+        Outcome::Ran(m) => r = common::measurement_fields(r, &m.timing, m.tflops, m.gbps, m.check.as_ref()),
+        Outcome::Unsupported(why) => r = r.bool("verified", false).str("unsupported", why),
+        Outcome::Failed(why) => r = r.bool("verified", false).str("error", why),
+    }
+    r.finish()
+}
+
+/// The dispatch table: per (operand types, shape), the fastest verified kernel.
+fn dispatch_tsv(run: &RunInfo, rows: &[Row]) -> String {
+    let mut best: BTreeMap<(Types, Extents), (f64, &'static str)> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.verified()) {
+        let Outcome::Ran(m) = &row.outcome else { continue };
+        let us = m.timing.median_us;
+        let slot = best
+            .entry((Types::of(row.info), row.extents))
+            .or_insert((f64::INFINITY, row.info.name));
+        if us < slot.0 {
+            *slot = (us, row.info.name);
+        }
+    }
+    let mut out = String::new();
+    out.push_str("# cutlass-aot dispatch table\n");
+    out.push_str(&format!("# device: {}\n", run.device));
+    out.push_str(&format!("# date: {}\n", run.date));
+    out.push_str("# columns: a b c layout m n k batch kernel us\n");
+    for ((t, e), (us, kernel)) in best {
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.2}\n",
+            t.a,
+            t.b,
+            t.c,
+            t.layout_letters(),
+            e.m,
+            e.n,
+            e.k,
+            e.batch,
+            kernel,
+            us.max(0.01)
+        ));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------------------------
+
+/// Sampled positions of D and their reference values (shared by the kernels of one group).
+struct Reference {
+    positions: Vec<(usize, usize, usize)>,
+    values: Vec<f64>,
+}
+
+/// Verification run, then timing, of one kernel on prepared data.
+fn measure(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    o: &Options,
+    info: &'static KernelInfo,
+    data: &GemmData,
+    reference: Option<&Reference>,
+    spinner: Option<&Spinner>,
+) -> Result<Measured, Failure> {
+    let operands = data.operands(1.0, o.beta);
+    // SAFETY: the buffers of `data` hold exactly the element types and lengths of `operands`,
+    // live until the stream is synchronised below, and D does not overlap A, B or C.
+    let launch = || unsafe { cutlass_aot::gemm::launch_raw_tuned(info, stream, &operands, o.tuning) };
+    let kernel = |e: cutlass_aot::Error| Failure::Kernel(e.to_string());
+    let check = match reference {
+        Some(Reference { positions, values }) => {
+            data.poison_d().map_err(common::device_failure)?;
+            launch().map_err(kernel)?;
+            stream.synchronize().map_err(common::device_failure)?;
+            Some(common::check(data, info, positions, values).map_err(common::device_failure)?)
+        }
+        None => None,
+    };
+    let timing = common::time_launches(ctx, stream, o.warmup, o.iters, o.max_seconds, spinner, launch)?;
+    let seconds = timing.median_us * 1e-6;
+    Ok(Measured {
+        timing,
+        check,
+        tflops: data.extents.flops() / seconds / 1e12,
+        gbps: common::gemm_bytes(data.extents, data.types, o.beta != 0.0) / seconds / 1e9,
+    })
+}
+
+/// Prints rows as they come (table or JSON Lines).
+struct Printer {
+    json: bool,
+    kernel_width: usize,
+    run: RunInfo,
+}
+
+impl Printer {
+    fn print(&self, row: &Row) {
+        let line = if self.json {
+            json_row(row, &self.run)
+        } else {
+            table_row(row, self.kernel_width)
+        };
+        common::out(line);
+    }
+}
+
+fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> Result<ExitCode, String> {
+    let stream = ctx.new_stream().map_err(|e| format!("creating a stream: {e}"))?;
+    let cc = device::props(ctx).map_err(|e| e.to_string())?.compute_capability;
+    let printer = Printer {
+        json: o.json,
+        kernel_width: kernels
+            .iter()
+            .map(|k| k.rust_name.len())
+            .max()
+            .unwrap_or(6)
+            .max(6),
+        run: RunInfo {
+            device: common::device_name(ctx),
+            date: common::utc_date(),
+            alpha: 1.0,
+            beta: o.beta,
+            warmup: o.warmup,
+        },
+    };
+    if !o.json {
+        common::out(format!(
+            "device: {} (compute capability {}.{}), {}; {} kernel(s), {} shape(s); time = median of up to {} \
+             launches after {} warm-up",
+            printer.run.device,
+            cc / 10,
+            cc % 10,
+            printer.run.date,
+            kernels.len(),
+            o.shapes.len(),
+            o.iters,
+            o.warmup
+        ));
+        common::out(table_header(printer.kernel_width));
+    }
+    let spinner = match Spinner::new(ctx) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!(
+                "profiler: warning: the spin kernel did not load ({e}); kernels shorter than a launch's host \
+                 cost will be timed at the host's launch rate"
+            );
+            None
+        }
+    };
+    let mut pools = Pools::new(stream.clone());
+    let mut rows: Vec<Row> = Vec::new();
+    let mut fatal = None;
+    'shapes: for (index, &e) in o.shapes.iter().enumerate() {
+        // Group the kernels that run this shape by operand types: one set of buffers each.
+        let mut groups: Vec<(Types, Vec<&'static KernelInfo>)> = Vec::new();
+        for &info in kernels {
+            match info.supports(&problem(info, e, Some(cc))) {
+                Ok(()) => match groups.iter_mut().find(|(t, _)| *t == Types::of(info)) {
+                    Some((_, members)) => members.push(info),
+                    None => groups.push((Types::of(info), vec![info])),
+                },
+                Err(why) if o.kernels.is_some() => {
+                    let row = Row {
+                        info,
+                        extents: e,
+                        outcome: Outcome::Unsupported(why.reasons.join("; ")),
+                    };
+                    printer.print(&row);
+                    rows.push(row);
+                }
+                Err(_) => {}
+            }
+        }
+        let runnable: usize = groups.iter().map(|(_, g)| g.len()).sum();
+        if o.json || runnable == 0 {
+            eprintln!(
+                "[{}/{}] {e}: {runnable} kernel(s){}",
+                index + 1,
+                o.shapes.len(),
+                if runnable == 0 && o.kernels.is_none() {
+                    " (no selected kernel supports this shape)"
+                } else {
+                    ""
+                }
+            );
+        }
+        for (types, members) in groups {
+            let data = match GemmData::new(&stream, &mut pools, e, types, o.beta != 0.0) {
+                Ok(data) => data,
+                Err(err) => {
+                    // Out of memory is the likely cause; the device itself is fine if it syncs.
+                    let failure = format!("allocating and filling the operands: {err}");
+                    let sticky = stream.synchronize().is_err();
+                    for &info in &members {
+                        let row = Row {
+                            info,
+                            extents: e,
+                            outcome: Outcome::Failed(failure.clone()),
+                        };
+                        printer.print(&row);
+                        rows.push(row);
+                    }
+                    if sticky {
+                        fatal = Some(failure);
+                        break 'shapes;
+                    }
+                    continue;
+                }
+            };
+            let reference = o.verify.then(|| {
+                let positions = common::sample_positions(e, o.samples);
+                let values = data.reference(&positions, 1.0, o.beta);
+                Reference { positions, values }
+            });
+            for info in members {
+                let outcome =
+                    match measure(ctx, &stream, o, info, &data, reference.as_ref(), spinner.as_ref()) {
+                        Ok(m) => Outcome::Ran(m),
+                        Err(Failure::Kernel(why)) => {
+                            // A refused launch leaves the device usable; a fault in the kernel does not.
+                            match stream.synchronize() {
+                                Ok(()) => Outcome::Failed(why),
+                                Err(err) => {
+                                    fatal = Some(format!("{why}; then the device failed: {err}"));
+                                    Outcome::Failed(why)
+                                }
+                            }
+                        }
+                        Err(Failure::Device(why)) => {
+                            fatal = Some(why.clone());
+                            Outcome::Failed(format!("device failure: {why}"))
+                        }
+                    };
+                let row = Row {
+                    info,
+                    extents: e,
+                    outcome,
+                };
+                printer.print(&row);
+                rows.push(row);
+                if fatal.is_some() {
+                    break 'shapes;
+                }
+            }
+        }
+    }
+    let failures = rows.iter().filter(|r| r.is_failure()).count();
+    let ran = rows
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Ran(_)))
+        .count();
+    let verified = rows.iter().filter(|r| r.verified()).count();
+    eprintln!(
+        "profiler: {} row(s): {ran} ran, {verified} verified, {failures} failed{}",
+        rows.len(),
+        if o.verify { "" } else { " (verification off)" }
+    );
+    if let Some(why) = &fatal {
+        eprintln!("profiler: stopped after a device failure, which leaves the CUDA context unusable: {why}");
+        if o.dispatch_out.is_some() {
+            eprintln!("profiler: no dispatch table written (the run is incomplete)");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    if let Some(path) = &o.dispatch_out {
+        let tsv = dispatch_tsv(&printer.run, &rows);
+        std::fs::write(path, &tsv).map_err(|e| format!("writing the dispatch table {path}: {e}"))?;
+        let entries = tsv.lines().filter(|l| !l.starts_with('#')).count();
+        eprintln!("profiler: dispatch table with {entries} row(s) written to {path}");
+        if !o.verify {
+            eprintln!("profiler: --no-verify: nothing was verified, so the dispatch table is empty");
+        }
+    }
+    Ok(if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match parse_args(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("profiler: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if o.help {
+        common::out(USAGE);
+        return ExitCode::SUCCESS;
+    }
+    if o.list {
+        return match list_kernels(&mut std::io::stdout().lock()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(1),
+        };
+    }
+    let kernels = match candidates(&o) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("profiler: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if o.kernels.is_some() && o.type_filters_given {
+        eprintln!("profiler: note: --kernels runs each kernel with its own types; --dtype, --c-dtype and --layout are ignored");
+    }
+    let ctx = match device::context(0) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            // Keep stdout clean for JSON Lines consumers.
+            let _ = if o.json {
+                describe_plan(&o, &kernels, &mut std::io::stderr().lock())
+            } else {
+                describe_plan(&o, &kernels, &mut std::io::stdout().lock())
+            };
+            eprintln!("\nprofiler: no GPU, nothing was run: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !kernels.iter().any(|k| k.has_device_code()) {
+        let _ = describe_plan(&o, &kernels, &mut std::io::stderr().lock());
+        eprintln!("profiler: nothing can run: the selected kernels have no device code in this binary");
+        return ExitCode::from(2);
+    }
+    match run(&ctx, &o, &kernels) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("profiler: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn e(m: usize, n: usize, k: usize, batch: usize) -> Extents {
+        Extents { m, n, k, batch }
+    }
+
+    #[test]
+    fn shapes_parse() {
+        assert_eq!(parse_shape("1024x2048x512"), Ok(e(1024, 2048, 512, 1)));
+        assert_eq!(parse_shape("16x4096x4096x8"), Ok(e(16, 4096, 4096, 8)));
+        assert!(parse_shape("16x4096").is_err());
+        assert!(parse_shape("0x1x1").is_err());
+        assert!(parse_shape("1x1x1x1x1").is_err());
+        assert!(parse_shape("axbxc").is_err());
+    }
+
+    #[test]
+    fn sweeps() {
+        let issue3 = sweep("issue3").unwrap();
+        assert_eq!(issue3.len(), 68);
+        assert_eq!(issue3[0], e(1024, 1024, 1024, 1));
+        assert_eq!(issue3[3], e(8192, 8192, 8192, 1));
+        assert!(issue3.contains(&e(16, 28672, 4096, 1)));
+        assert!(issue3.contains(&e(4096, 14336, 28672, 1)));
+        // 4096³ is both a square and a combination: 67 distinct shapes.
+        let distinct: std::collections::HashSet<_> = issue3.iter().collect();
+        assert_eq!(distinct.len(), 67);
+        let smoke = sweep("smoke").unwrap();
+        assert!(smoke.contains(&e(1003, 1000, 1000, 1)) && smoke.contains(&e(16, 4096, 4096, 1)));
+        assert!(sweep("nope").is_err());
+    }
+
+    #[test]
+    fn options() {
+        let o = parse_args(&[]).unwrap();
+        assert_eq!(o.dtypes, Some(vec!["bf16".to_string()]));
+        assert_eq!(o.layouts, Some(vec![(Layout::Row, Layout::Column, None)]));
+        assert_eq!(
+            (o.iters, o.warmup, o.beta, o.verify, o.json),
+            (20, 5, 0.0, true, false)
+        );
+        assert_eq!(o.shapes, sweep("smoke").unwrap());
+
+        let o = parse_args(&args(
+            "--dtype bf16,f16 --layout tn,nnt --shapes 1x2x3,4x5x6x7,1x2x3 --sweep issue3 --iters 10 \
+             --warmup 3 --beta 0.5 --json --dispatch-out d.tsv --no-verify --max-seconds-per-kernel 0",
+        ))
+        .unwrap();
+        assert_eq!(o.dtypes, Some(vec!["bf16".to_string(), "f16".to_string()]));
+        assert_eq!(
+            o.layouts,
+            Some(vec![
+                (Layout::Row, Layout::Column, None),
+                (Layout::Column, Layout::Column, Some(Layout::Row))
+            ])
+        );
+        assert_eq!(o.shapes.len(), 2 + 67, "duplicates are dropped");
+        assert_eq!(o.shapes[1], e(4, 5, 6, 7));
+        assert_eq!((o.iters, o.warmup, o.beta), (10, 3, 0.5));
+        assert!(o.json && !o.verify && o.max_seconds.is_none());
+        assert_eq!(o.dispatch_out.as_deref(), Some("d.tsv"));
+        assert!(o.type_filters_given);
+
+        let o = parse_args(&args(
+            "--kernels gemm_f16_tn,gemm_bf16_tn --dtype all --layout all",
+        ))
+        .unwrap();
+        assert_eq!(o.kernels, Some(vec!["gemm_f16_tn".into(), "gemm_bf16_tn".into()]));
+        assert_eq!((o.dtypes, o.layouts), (None, None));
+
+        for bad in [
+            "--dtype f17",
+            "--layout tx",
+            "--layout t",
+            "--iters",
+            "--iters x",
+            "--beta nan",
+            "--sweep big",
+            "--frobnicate",
+            "--c-dtype tf32",
+        ] {
+            assert!(parse_args(&args(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(parse_args(&args("--iters 0")).unwrap().iters, 1);
+    }
+
+    #[test]
+    fn selection() {
+        let tf32 = REGISTRY.all().iter().find(|k| common::dtype_label(k) == "tf32");
+        let simt = REGISTRY
+            .all()
+            .iter()
+            .find(|k| k.element_a == DType::F32 && k.opclass == cutlass_aot::model::OpClass::Simt);
+        let all = parse_args(&args("--dtype all --layout all")).unwrap();
+        assert_eq!(candidates(&all).unwrap().len(), REGISTRY.all().len());
+        let o = parse_args(&args("--dtype tf32 --layout all")).unwrap();
+        if let Some(t) = tf32 {
+            assert!(in_selection(&o, t));
+        }
+        if let Some(s) = simt {
+            assert!(!in_selection(&o, s), "tf32 selects tensor-core f32 only");
+        }
+        let o = parse_args(&args("--dtype bf16 --layout tn")).unwrap();
+        for k in candidates(&o).unwrap_or_default() {
+            assert_eq!(k.element_a, DType::Bf16);
+            assert_eq!(
+                (k.layout_a, k.layout_b, k.layout_c),
+                (Layout::Row, Layout::Column, Layout::Row)
+            );
+        }
+        let o = parse_args(&args("--kernels no_such_kernel")).unwrap();
+        assert!(candidates(&o).is_err());
+        let mut listing = Vec::new();
+        list_kernels(&mut listing).unwrap();
+        let listing = String::from_utf8(listing).unwrap();
+        assert_eq!(listing.lines().count(), REGISTRY.all().len() + 1);
+        for line in listing.lines().skip(1) {
+            assert_eq!(line.split('\t').count(), 13, "{line}");
+        }
+    }
+
+    fn ran(info: &'static KernelInfo, extents: Extents, us: f64, rel_error: f64) -> Row {
+        let check = Check {
+            samples: 260,
+            rel_error,
+            tolerance: 1e-2,
+            unwritten: Some(0),
+        };
+        Row {
+            info,
+            extents,
+            outcome: Outcome::Ran(Measured {
+                timing: Timing {
+                    median_us: us,
+                    mean_us: us * 1.01,
+                    iters: 20,
+                },
+                check: Some(check),
+                tflops: extents.flops() / (us * 1e-6) / 1e12,
+                gbps: 1.0,
+            }),
+        }
+    }
+
+    fn run_info() -> RunInfo {
+        RunInfo {
+            device: "NVIDIA H100 80GB HBM3".into(),
+            date: "2026-11-22".into(),
+            alpha: 1.0,
+            beta: 0.0,
+            warmup: 5,
+        }
+    }
+
+    #[test]
+    fn dispatch_table_format() {
+        let all = REGISTRY.all();
+        let k0 = all[0];
+        // A second kernel with the same types and layouts, if the manifest has one.
+        let twin = all[1..].iter().copied().find(|k| Types::of(k) == Types::of(k0));
+        let big = e(4096, 4096, 4096, 1);
+        let small = e(128, 128, 64, 2);
+        let mut rows = vec![
+            ran(k0, big, 300.0, 1e-4),
+            ran(k0, small, 5.0, 1.0), // failed verification: not eligible
+        ];
+        if let Some(t) = twin {
+            rows.push(ran(t, big, 250.0, 1e-4));
+        }
+        rows.push(Row {
+            info: k0,
+            extents: e(1, 1, 1, 1),
+            outcome: Outcome::Failed("boom".into()),
+        });
+        let tsv = dispatch_tsv(&run_info(), &rows);
+        let lines: Vec<&str> = tsv.lines().collect();
+        assert_eq!(lines[0], "# cutlass-aot dispatch table");
+        assert_eq!(lines[1], "# device: NVIDIA H100 80GB HBM3");
+        assert_eq!(lines[2], "# date: 2026-11-22");
+        assert_eq!(lines[3], "# columns: a b c layout m n k batch kernel us");
+        assert_eq!(lines.len(), 5, "{tsv}");
+        let fields: Vec<&str> = lines[4].split('\t').collect();
+        let best = twin.map_or((k0.name, "300.00"), |t| (t.name, "250.00"));
+        assert_eq!(
+            fields,
+            vec![
+                k0.element_a.manifest_name(),
+                k0.element_b.manifest_name(),
+                k0.element_c.manifest_name(),
+                common::layout_abc(k0).as_str(),
+                "4096",
+                "4096",
+                "4096",
+                "1",
+                best.0,
+                best.1,
+            ]
+        );
+    }
+
+    #[test]
+    fn records() {
+        let k0 = REGISTRY.all()[0];
+        let run = run_info();
+        let row = ran(k0, e(4096, 4096, 4096, 1), 200.0, 1.5e-4);
+        let json = json_row(&row, &run);
+        assert!(json.starts_with(
+            "{\"device\": \"NVIDIA H100 80GB HBM3\", \"date\": \"2026-11-22\", \"op\": \"gemm\""
+        ));
+        for field in [
+            format!("\"kernel\": \"{}\"", k0.name),
+            format!("\"rust_name\": \"{}\"", k0.rust_name),
+            format!("\"dtype\": \"{}\"", common::dtype_label(k0)),
+            format!("\"layout\": \"{}\"", common::layout_ab(k0)),
+            "\"epilogue\": \"linear_combination\"".to_string(),
+            "\"m\": 4096, \"n\": 4096, \"k\": 4096, \"batch\": 1".to_string(),
+            "\"ours_us\": 200.00".to_string(),
+            "\"ours_tflops\": 687.2".to_string(),
+            "\"verified\": true, \"rel_error\": 1.500e-4".to_string(),
+        ] {
+            assert!(json.contains(&field), "{field} missing from {json}");
+        }
+        assert!(!json.contains("\"ref"), "compare.py adds the ref fields");
+        let failed = Row {
+            info: k0,
+            extents: e(16, 16, 16, 1),
+            outcome: Outcome::Failed("CUTLASS said \"no\"\n".into()),
+        };
+        let json = json_row(&failed, &run);
+        assert!(
+            json.ends_with("\"verified\": false, \"error\": \"CUTLASS said \\\"no\\\"\\n\"}"),
+            "{json}"
+        );
+        assert!(!json.contains("ours_us"));
+
+        let width = 20;
+        let line = table_row(&row, width);
+        assert!(
+            line.contains("200.00") && line.contains("687.2") && line.contains("yes (1.5e-4)"),
+            "{line}"
+        );
+        let line = table_row(&failed, width);
+        assert!(line.contains("ERROR: CUTLASS said"), "{line}");
+        let bad = ran(k0, e(8, 8, 8, 1), 3.0, 0.5);
+        assert!(table_row(&bad, width).contains("NO (5.0e-1 > tolerance 1e-2)"));
+        assert!(bad.is_failure() && !bad.verified());
+    }
+}
