@@ -54,9 +54,20 @@ def read_jsonl(path):
     return records
 
 
+FLIP = {"t": "n", "n": "t"}
+
+
 def gemm_key(r):
-    """The problem a record measures, as torch sees it."""
-    return (r.get("dtype"), r.get("layout", "tn")[:2], r["m"], r["n"], r["k"], r.get("batch", 1), float(r.get("beta", 0.0)))
+    """The problem a record serves, as torch sees it (row-major D). A record with a column-major C
+    is a kernel run on D^T = B^T A^T: it serves the problem with M and N swapped and the A/B
+    layouts flipped and exchanged (the same buffers; cutlass_aot::dispatch runs it that way)."""
+    layout = r.get("layout", "tn")[:2]
+    layout_c = r.get("layout_c", (r.get("layout", "tnt") + "t")[2])
+    m, n = r["m"], r["n"]
+    if layout_c == "n":
+        layout = FLIP[layout[1]] + FLIP[layout[0]]
+        m, n = n, m
+    return (r.get("dtype"), layout, m, n, r["k"], r.get("batch", 1), float(r.get("beta", 0.0)))
 
 
 def shape_text(key):

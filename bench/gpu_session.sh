@@ -95,6 +95,15 @@ step "main job (gemm example)" main_job.txt 60 "$bin/gemm"
 
 json_step "profiler bf16,f16 tn ${sweep[*]}" profile.jsonl profile.log 300 \
   "$bin/profiler" --dtype bf16,f16 --layout tn "${sweep[@]}" "${iters[@]}" --json --dispatch-out "$out/dispatch.tsv"
+if ((!quick)); then
+  # Small-M problems also run transposed (D^T = B^T A^T) on the column-major-C kernels: profile
+  # those problems too, so that the dispatch table and the comparison see both orientations.
+  json_step "profiler bf16,f16 tnn small-M transposed" profile_t.jsonl profile_t.log 200 \
+    "$bin/profiler" --dtype bf16,f16 --layout tnn --sweep issue3_small_m_transposed "${iters[@]}" \
+    --json --dispatch-out "$out/dispatch_t.tsv"
+  cat "$out/profile_t.jsonl" >> "$out/profile.jsonl"
+  grep -v '^#' "$out/dispatch_t.tsv" >> "$out/dispatch.tsv" 2>/dev/null || true
+fi
 step "compare.py (ours vs torch.matmul)" compare.txt 300 \
   env PYTHONUNBUFFERED=1 python3 bench/compare.py --ours "$out/profile.jsonl" --out "$out/results.jsonl" \
   --rerun-best "$bin/profiler"

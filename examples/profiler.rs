@@ -37,7 +37,9 @@ Kernels (default: every kernel of the --dtype/--c-dtype/--layout selection that 
 Shapes (default: --sweep smoke):
   --shapes MxNxK[xBATCH][,...]
   --sweep issue3|smoke       issue3: squares 1024..8192 and M {16,128,1024,4096} x N, K {4096,
-                             8192,14336,28672} (68, 67 distinct); smoke: a few small ones, one ragged
+                             8192,14336,28672} (68, 67 distinct); smoke: a few small ones, one ragged;
+                             issue3_small_m_transposed: issue3's M <= 128 shapes with M and N swapped
+                             (for the transposed kernels, with --layout tnn)
 Measurement:
   --beta B                   D = A·B + B·C (default 0: C is not read)
   --raster auto|m|n          tile order of 3.x persistent kernels (default auto: CUTLASS's choice)
@@ -151,6 +153,13 @@ fn sweep(name: &str) -> Result<Vec<Extents>, String> {
             }
             Ok(shapes)
         }
+        // The small-M shapes of issue3 with M and N swapped: the problems the transposed ("tnn")
+        // kernels run for them (dispatch runs D^T = B^T A^T), profiled with --layout tnn.
+        "issue3_small_m_transposed" => Ok(sweep("issue3")?
+            .into_iter()
+            .filter(|s| s.m <= 128)
+            .map(|s| e(s.n, s.m, s.k, s.batch))
+            .collect()),
         "smoke" => Ok(vec![
             e(1003, 1000, 1000, 1),
             e(16, 4096, 4096, 1),
@@ -159,7 +168,9 @@ fn sweep(name: &str) -> Result<Vec<Extents>, String> {
             e(512, 512, 512, 4),
             e(4096, 4096, 4096, 1),
         ]),
-        other => Err(format!("unknown sweep {other:?}; known: issue3, smoke")),
+        other => Err(format!(
+            "unknown sweep {other:?}; known: issue3, issue3_small_m_transposed, smoke"
+        )),
     }
 }
 

@@ -13,10 +13,14 @@
 //!    plus 10 % for its reduction), times a per-tile efficiency penalty `1 + 32/tile_m + 32/tile_n`
 //!    (small tiles re-read more operands per flop). Ties go to manifest order.
 //!
+//! Both orientations of a problem are considered: D = A·B as given, and D^T = B^T·A^T (the same
+//! buffers read transposed, see [`Orientation`]), which lets small-M problems use kernels with a
+//! narrow N tile.
+//!
 //! Users who know which kernel they want call its typed function (`kernels::<name>::run`) directly.
 
 use crate::error::Error;
-use crate::gemm::{self, GemmOperands};
+use crate::gemm::{self, GemmOperands, Operand};
 use crate::matrix::{MatrixMut, MatrixRef};
 use crate::model::{DType, Layout, TileScheduler};
 use crate::registry::{GemmProblem, KernelInfo, Registry};
@@ -145,6 +149,147 @@ pub fn select(
         .ok_or_else(|| no_kernel(registry, problem))
 }
 
+/// How a selected kernel runs the problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Orientation {
+    /// D = A·B as given.
+    AsGiven,
+    /// D^T = B^T·A^T: the kernel's A is B read transposed, its B is A transposed and its C/D are
+    /// C/D transposed (same memory, every layout flipped, M and N swapped). Small-M problems run
+    /// this way on kernels with a narrow N tile.
+    Transposed,
+}
+
+/// A kernel choice for a problem.
+#[derive(Clone, Copy, Debug)]
+pub struct Selection {
+    pub kernel: &'static KernelInfo,
+    pub choice: Choice,
+    pub orientation: Orientation,
+}
+
+/// [`select`] over both orientations of `problem` (as given and transposed, see [`Orientation`]).
+/// Measured entries win over the heuristic. Between orientations with measured entries, the one
+/// measured nearer to the problem wins; where both are about as near (within half an octave of
+/// shape distance), the lower measured time scaled to the problem's flops. Without measurements,
+/// the lower heuristic cost.
+pub fn select_any_orientation(
+    registry: &Registry,
+    table: &Table,
+    problem: &GemmProblem,
+    multiprocessors: u32,
+) -> Result<Selection, Error> {
+    let oriented = [
+        (Orientation::AsGiven, problem.clone()),
+        (Orientation::Transposed, transposed(problem)),
+    ];
+    let flops = |m: usize, n: usize, k: usize, batch: usize| (m * n * k * batch).max(1) as f64;
+    // Each orientation's nearest measured entry: (shape distance, time scaled to the problem).
+    let measured: Vec<(f64, f64, Selection)> = oriented
+        .iter()
+        .filter_map(|(orientation, p)| {
+            let entry = table.lookup(p)?;
+            let estimate = entry.us * flops(p.m, p.n, p.k, p.batch_count)
+                / flops(entry.m, entry.n, entry.k, entry.batch);
+            let choice = Choice::Table {
+                m: entry.m,
+                n: entry.n,
+                k: entry.k,
+                batch: entry.batch,
+            };
+            let selection = Selection {
+                kernel: entry.kernel,
+                choice,
+                orientation: *orientation,
+            };
+            Some((shape_distance(entry, p), estimate, selection))
+        })
+        .collect();
+    // Times measured far from the problem do not extrapolate: the orientation measured nearer to
+    // the problem wins; only where both are about as near (within half an octave in total) does
+    // the lower time decide.
+    let nearest = measured.iter().map(|m| m.0).fold(f64::INFINITY, f64::min);
+    let measured = measured
+        .into_iter()
+        .filter(|m| m.0 <= nearest + 0.5)
+        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal))
+        .map(|(_, estimate, selection)| (estimate, selection));
+    if let Some((_, selection)) = measured {
+        return Ok(selection);
+    }
+    let empty = Table::new("", "", &[]);
+    oriented
+        .iter()
+        .filter_map(|(orientation, p)| {
+            let (kernel, choice) = select(registry, &empty, p, multiprocessors).ok()?;
+            let cost = estimated_cost(kernel, p, multiprocessors);
+            Some((
+                cost,
+                Selection {
+                    kernel,
+                    choice,
+                    orientation: *orientation,
+                },
+            ))
+        })
+        .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
+        .map(|(_, selection)| selection)
+        .ok_or_else(|| no_kernel(registry, problem))
+}
+
+/// The problem D^T = B^T·A^T that computes the same D (see [`Orientation::Transposed`]).
+pub fn transposed(p: &GemmProblem) -> GemmProblem {
+    GemmProblem {
+        m: p.n,
+        n: p.m,
+        k: p.k,
+        batch_count: p.batch_count,
+        element_a: p.element_b,
+        element_b: p.element_a,
+        element_c: p.element_c,
+        layout_a: flip(p.layout_b),
+        layout_b: flip(p.layout_a),
+        layout_c: flip(p.layout_c),
+        lda: p.ldb,
+        ldb: p.lda,
+        ldc: p.ldc,
+        batch_stride_a: p.batch_stride_b,
+        batch_stride_b: p.batch_stride_a,
+        batch_stride_c: p.batch_stride_c,
+        address_a: p.address_b,
+        address_b: p.address_a,
+        address_c: p.address_c,
+        compute_capability: p.compute_capability,
+    }
+}
+
+fn flip(layout: Layout) -> Layout {
+    match layout {
+        Layout::Row => Layout::Column,
+        Layout::Column => Layout::Row,
+    }
+}
+
+/// The operands of D^T = B^T·A^T: the same buffers, each matrix read transposed.
+pub fn transposed_operands(ops: &GemmOperands) -> GemmOperands {
+    let t = |op: &Operand| Operand {
+        shape: crate::MatrixShape {
+            rows: op.shape.cols,
+            cols: op.shape.rows,
+            ..op.shape
+        },
+        ..*op
+    };
+    GemmOperands {
+        a: t(&ops.b),
+        b: t(&ops.a),
+        c: ops.c.as_ref().map(t),
+        d: t(&ops.d),
+        alpha: ops.alpha,
+        beta: ops.beta,
+    }
+}
+
 /// The heuristic's cost of `kernel` for `problem` (arbitrary units; only comparisons matter).
 pub fn estimated_cost(kernel: &KernelInfo, problem: &GemmProblem, multiprocessors: u32) -> f64 {
     let (tm, tn) = (kernel.tile.m.max(1) as f64, kernel.tile.n.max(1) as f64);
@@ -236,9 +381,14 @@ pub unsafe fn launch_raw_with(
 ) -> Result<&'static KernelInfo, Error> {
     let device = crate::device::props(stream.context())?;
     let problem = problem_of(signature, operands, device.compute_capability);
-    let (kernel, _) = select(registry, table, &problem, device.multiprocessors)?;
-    unsafe { gemm::launch_raw(kernel, stream, operands) }?;
-    Ok(kernel)
+    let selection = select_any_orientation(registry, table, &problem, device.multiprocessors)?;
+    match selection.orientation {
+        Orientation::AsGiven => unsafe { gemm::launch_raw(selection.kernel, stream, operands) }?,
+        Orientation::Transposed => {
+            unsafe { gemm::launch_raw(selection.kernel, stream, &transposed_operands(operands)) }?
+        }
+    }
+    Ok(selection.kernel)
 }
 
 /// The discovery view of `operands` (extents from A and B, batch from D, strides, addresses).

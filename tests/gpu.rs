@@ -327,14 +327,16 @@ fn typed_f16_tn(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// `dispatch::run` picks a kernel (a Hopper one on compute capability 9.0), runs it, and the
-/// result matches the reference; a type combination with no kernel is an error.
-fn dispatch_bf16(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+/// Runs a bf16 row × column → row problem through `dispatch::run` and checks every element
+/// against the reference; returns the kernel dispatch chose.
+fn dispatch_bf16_tn(
+    stream: &Arc<CudaStream>,
+    (m, n, k): (usize, usize, usize),
+    seed: u64,
+) -> Result<&'static KernelInfo, Failed> {
     use half::bf16;
-    let stream = ctx.new_stream().map_err(|e| e.to_string())?;
-    let (m, n, k) = (1000, 512, 256);
-    let a_host = verify::random_values(DType::Bf16, m * k, 21);
-    let b_host = verify::random_values(DType::Bf16, k * n, 22);
+    let a_host = verify::random_values(DType::Bf16, m * k, seed);
+    let b_host = verify::random_values(DType::Bf16, k * n, seed + 1);
     let to_bf16 = |v: &[f64]| v.iter().map(|&x| bf16::from_f64(x)).collect::<Vec<_>>();
     let a = stream.clone_htod(&to_bf16(&a_host)).map_err(|e| e.to_string())?;
     let b = stream.clone_htod(&to_bf16(&b_host)).map_err(|e| e.to_string())?;
@@ -342,21 +344,13 @@ fn dispatch_bf16(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
         .clone_htod(&vec![bf16::NAN; m * n])
         .map_err(|e| e.to_string())?;
     let kernel = cutlass_aot::dispatch::run(
-        &stream,
+        stream,
         MatrixRef::<_, cutlass_aot::RowMajor>::new(&a, m, k),
         MatrixRef::<_, cutlass_aot::ColumnMajor>::new(&b, k, n),
         None,
         MatrixMut::<_, cutlass_aot::RowMajor>::new(&mut d, m, n),
         1.0,
     )?;
-    let cc = device::props(ctx)?.compute_capability;
-    if cc == 90 && kernel.api != cutlass_aot::model::Api::Cutlass3x {
-        return Err(format!(
-            "on compute capability 9.0 dispatch chose the 2.x kernel {}",
-            kernel.name
-        )
-        .into());
-    }
     let out: Vec<f64> = stream
         .clone_dtoh(&d)
         .map_err(|e| e.to_string())?
@@ -372,18 +366,112 @@ fn dispatch_bf16(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     }
     let error = verify::relative_error(&out, &want);
     if error.is_nan() || error > 1e-2 {
-        return Err(format!("{}: relative error {error:.3e}", kernel.name).into());
+        return Err(format!("{m}x{n}x{k} on {}: relative error {error:.3e}", kernel.name).into());
     }
+    Ok(kernel)
+}
+
+/// `dispatch::run` picks a kernel (a Hopper one on compute capability 9.0), runs it, and the
+/// result matches the reference, also for a decode-shaped problem (small M, which dispatch may run
+/// transposed: D^T = B^T A^T); a product of mismatched shapes is an error.
+fn dispatch_bf16(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use half::bf16;
+    let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+    let kernel = dispatch_bf16_tn(&stream, (1000, 512, 256), 21)?;
+    let cc = device::props(ctx)?.compute_capability;
+    if cc == 90 && kernel.api != cutlass_aot::model::Api::Cutlass3x {
+        return Err(format!(
+            "on compute capability 9.0 dispatch chose the 2.x kernel {}",
+            kernel.name
+        )
+        .into());
+    }
+    dispatch_bf16_tn(&stream, (16, 1024, 512), 23)?;
+    let (m, k) = (1000, 256);
+    let a = stream.alloc_zeros::<bf16>(m * k).map_err(|e| e.to_string())?;
+    let b = stream.alloc_zeros::<bf16>(512 * k).map_err(|e| e.to_string())?;
+    let mut d = stream.alloc_zeros::<bf16>(k * k).map_err(|e| e.to_string())?;
     let bad = cutlass_aot::dispatch::run(
         &stream,
         MatrixRef::<_, cutlass_aot::ColumnMajor>::new(&a, k, m),
-        MatrixRef::<_, cutlass_aot::RowMajor>::new(&b, n, k),
+        MatrixRef::<_, cutlass_aot::RowMajor>::new(&b, 512, k),
         None,
         MatrixMut::<_, cutlass_aot::ColumnMajor>::new(&mut d, k, k),
         1.0,
     );
     if bad.is_ok() {
         return Err("a k×m · n×k product was accepted".into());
+    }
+    Ok(())
+}
+
+/// A row-major problem with a small M (A row-major m×k, B column-major k×n, D row-major m×n) run
+/// on `info` (t, n, n) through `dispatch::transposed_operands`: the kernel computes D^T = B^T A^T
+/// in the same buffers. Checked against the reference on every element.
+fn transposed_small_m(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), Failed> {
+    let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
+    let (m, n, k) = (16, 520, 1024);
+    let a = host_matrix(
+        (info.element_b, Layout::Row, info.alignment_b),
+        (m, k, 1),
+        0,
+        Some(31),
+    );
+    let b = host_matrix(
+        (info.element_a, Layout::Column, info.alignment_a),
+        (k, n, 1),
+        0,
+        Some(32),
+    );
+    let c = host_matrix(
+        (info.element_c, Layout::Row, info.alignment_c),
+        (m, n, 1),
+        0,
+        Some(33),
+    );
+    let d = host_matrix(
+        (info.element_c, Layout::Row, info.alignment_c),
+        (m, n, 1),
+        0,
+        None,
+    );
+    let (alpha, beta) = (1.5, -0.5);
+    let mut expected = d.clone();
+    verify::reference_gemm(&a, &b, Some(&c), &mut expected, alpha, beta);
+    let da = DeviceMatrix::upload(&stream, a, info.element_b)?;
+    let db = DeviceMatrix::upload(&stream, b, info.element_a)?;
+    let dc = DeviceMatrix::upload(&stream, c, info.element_c)?;
+    let dd = DeviceMatrix::upload(&stream, d, info.element_c)?;
+    let operands = GemmOperands {
+        a: da.operand(&stream),
+        b: db.operand(&stream),
+        c: Some(dc.operand(&stream)),
+        d: dd.operand(&stream),
+        alpha,
+        beta,
+    };
+    let transposed = cutlass_aot::dispatch::transposed_operands(&operands);
+    // SAFETY: live buffers of the kernel's element types (A of the problem is the kernel's B).
+    unsafe { cutlass_aot::gemm::launch_raw(info, &stream, &transposed) }
+        .map_err(|e| format!("launch: {e}"))?;
+    stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
+    let out = verify::decode(
+        info.element_c,
+        &stream
+            .clone_dtoh(&dd.buffer)
+            .map_err(|e| format!("download: {e}"))?,
+    );
+    let want: Vec<f64> = expected
+        .data
+        .iter()
+        .map(|&v| verify::round_to(info.element_c, v))
+        .collect();
+    let error = verify::relative_error(&out, &want);
+    let tolerance = verify::tolerance(info);
+    if error.is_nan() || error > tolerance {
+        return Err(
+            format!("{m}x{n}x{k} transposed: relative error {error:.3e} exceeds {tolerance:.1e}").into(),
+        );
     }
     Ok(())
 }
@@ -462,5 +550,15 @@ fn main() {
         "dispatch::bf16_tn_picks_a_kernel_and_matches_reference".into(),
         Box::new(dispatch_bf16),
     );
+    // Kernels with a column-major C also serve row-major problems transposed (D^T = B^T A^T).
+    for info in REGISTRY.all() {
+        if info.layout_c == Layout::Column && info.layout_a == Layout::Row && info.layout_b == Layout::Column
+        {
+            add(
+                format!("{}::transposed_small_m", info.rust_name),
+                Box::new(move |ctx| transposed_small_m(ctx, info)),
+            );
+        }
+    }
     libtest_mimic::run(&args, trials).exit();
 }

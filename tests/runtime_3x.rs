@@ -45,7 +45,7 @@ const COUNT_2X: usize = 13;
 
 /// The arch-90 kernels of `kernel_manifest.yaml`, in manifest order: a family expands in field
 /// order (`a`, then `tile`, then `cluster`), and the families follow one another.
-const MANIFEST_ORDER_3X: [&str; 19] = [
+const MANIFEST_ORDER_3X: [&str; 23] = [
     "f16_sm90_128x256x64_2x1x1_cooperative",
     "f16_sm90_128x256x64_1x2x1_cooperative",
     "f16_sm90_256x128x64_2x1x1_cooperative",
@@ -62,6 +62,10 @@ const MANIFEST_ORDER_3X: [&str; 19] = [
     "bf16_sm90_128x128x64_2x1x1_pingpong",
     "f16_sm90_128x128x64_streamk",
     "bf16_sm90_128x128x64_streamk",
+    "f16_sm90_128x32x128_streamk_tnn",
+    "f16_sm90_128x64x128_streamk_tnn",
+    "bf16_sm90_128x32x128_streamk_tnn",
+    "bf16_sm90_128x64x128_streamk_tnn",
     "tf32_sm90_tn",
     "e4m3_sm90_tn",
     "s8_sm90_tn",
@@ -99,6 +103,17 @@ fn spec(rust_name: &str) -> Spec {
         }
         n if n.ends_with("_tn") => ([128, 256, 128], [2, 1, 1], Cooperative, Persistent),
         n if n.ends_with("_streamk") => ([128, 128, 64], [1, 1, 1], Cooperative, StreamK),
+        // "{a}_sm90_{tile}_streamk_tnn": the transposed small-M kernels (column-major C).
+        n if n.ends_with("_streamk_tnn") => {
+            let tile: Vec<u32> = n
+                .split('_')
+                .nth(2)
+                .unwrap()
+                .split('x')
+                .map(|d| d.parse().unwrap())
+                .collect();
+            ([tile[0], tile[1], tile[2]], [1, 1, 1], Cooperative, StreamK)
+        }
         // "{a}_sm90_{tile}_{cluster}_{schedule}"
         n => {
             let parts: Vec<&str> = n.split('_').collect();
@@ -486,9 +501,15 @@ fn registry_3x_metadata_follows_the_manifest() {
             k.element_epilogue, s.accumulator,
             "{what}: the epilogue computes in the accumulator type"
         );
+        // The small-M kernels run problems transposed: their C is column-major.
+        let layout_c = if what.ends_with("_tnn") {
+            Layout::Column
+        } else {
+            Layout::Row
+        };
         assert_eq!(
             (k.layout_a, k.layout_b, k.layout_c),
-            (Layout::Row, Layout::Column, Layout::Row),
+            (Layout::Row, Layout::Column, layout_c),
             "{what}"
         );
         // 128-bit accesses: 128 / bits elements.
@@ -535,7 +556,7 @@ fn registry_3x_metadata_follows_the_manifest() {
             other => panic!("{other:?}"),
         };
         let expected = format!(
-            "cutlass3x_sm90a_tensorop_gemm_{a}_{a}_{acc}_{c}_{c}_{tile}_{cluster}_0_tnt_align{align}{schedule}_epi_tma{sk}",
+            "cutlass3x_sm90a_tensorop_gemm_{a}_{a}_{acc}_{c}_{c}_{tile}_{cluster}_0_tn{lc}_align{align}{schedule}_epi_tma{sk}",
             a = type_name(s.a),
             acc = s.accumulator.manifest_name(),
             c = s.c.manifest_name(),
@@ -543,6 +564,7 @@ fn registry_3x_metadata_follows_the_manifest() {
             cluster = dims(s.cluster),
             align = 128 / s.a.bits(),
             sk = if s.tile_scheduler == TileScheduler::StreamK { "_stream_k" } else { "" },
+            lc = if what.ends_with("_tnn") { "n" } else { "t" },
         );
         assert_eq!(k.name, expected, "{what}");
         assert!(k.name.starts_with("cutlass3x_sm90a_tensorop_gemm_"));
@@ -583,7 +605,14 @@ fn registry_filters_3x_kernels_by_schedule_and_cluster() {
     };
     assert_eq!(
         names(&|k| k.tile_scheduler == TileScheduler::StreamK),
-        ["f16_sm90_128x128x64_streamk", "bf16_sm90_128x128x64_streamk"]
+        [
+            "f16_sm90_128x128x64_streamk",
+            "bf16_sm90_128x128x64_streamk",
+            "f16_sm90_128x32x128_streamk_tnn",
+            "f16_sm90_128x64x128_streamk_tnn",
+            "bf16_sm90_128x32x128_streamk_tnn",
+            "bf16_sm90_128x64x128_streamk_tnn"
+        ]
     );
     assert_eq!(
         names(&|k| k.schedule == KernelSchedule::Pingpong),
@@ -605,7 +634,7 @@ fn registry_filters_3x_kernels_by_schedule_and_cluster() {
     );
     assert_eq!(
         names(&|k| k.api == Api::Cutlass3x && k.element_a == DType::Bf16).len(),
-        8
+        10
     );
     // 2.x kernels carry neutral 3.x metadata.
     for k in &kernels::REGISTRY.all()[..COUNT_2X] {
@@ -1167,6 +1196,70 @@ fn heuristic_picks_stream_k_for_few_tiles_and_a_long_k() {
 }
 
 #[test]
+fn small_m_problems_run_transposed_on_narrow_n_tiles() {
+    // m = 16, n = 4096, k = 8192 as given: the best is stream-K 128×128 at 53,687,091.2 (above).
+    // Transposed (m' = 4096, n' = 16, A' = B^T row-major, B' = A^T column-major, C' column-major):
+    //   stream-K 128×32: 32×1 tiles: 1.1 × 32·128·32·8192 / 132 × (1 + 1/4 + 1) = 20,132,659.2
+    //   stream-K 128×64: 32×1 tiles: 1.1 × 32·128·64·8192 / 132 × (1 + 1/4 + 1/2) = 31,317,470.5...
+    let problem = bf16_tn(16, 4096, 8192, 90);
+    let t = dispatch::transposed(&problem);
+    assert_eq!((t.m, t.n, t.k), (4096, 16, 8192));
+    assert_eq!(
+        (t.layout_a, t.layout_b, t.layout_c),
+        (Layout::Row, Layout::Column, Layout::Column)
+    );
+    assert_eq!(
+        dispatch::transposed(&t),
+        problem,
+        "transposing twice gives the problem back"
+    );
+    assert_close(
+        dispatch::estimated_cost(kernel("bf16_sm90_128x32x128_streamk_tnn"), &t, 132),
+        1.1 * (32.0 * 128.0 * 32.0 * 8192.0) / 132.0 * 2.25,
+        "128x32 transposed",
+    );
+    let chosen = dispatch::select_any_orientation(&kernels::REGISTRY, &EMPTY, &problem, 132).unwrap();
+    assert_eq!(chosen.kernel.rust_name, "bf16_sm90_128x32x128_streamk_tnn");
+    assert_eq!(chosen.orientation, dispatch::Orientation::Transposed);
+    // A large square stays as given.
+    let square = bf16_tn(4096, 4096, 4096, 90);
+    let chosen = dispatch::select_any_orientation(&kernels::REGISTRY, &EMPTY, &square, 132).unwrap();
+    assert_eq!(chosen.orientation, dispatch::Orientation::AsGiven);
+    assert_eq!(chosen.kernel.rust_name, "bf16_sm90_128x256x64_2x1x1_cooperative");
+    // The transposed operands are the same buffers with rows and columns exchanged.
+    let ops = GemmOperands {
+        a: operand(MatrixShape::packed(16, 8192, Layout::Row), Layout::Row, ADDR_A),
+        b: operand(
+            MatrixShape::packed(8192, 4096, Layout::Column),
+            Layout::Column,
+            ADDR_B,
+        ),
+        c: None,
+        d: operand(MatrixShape::packed(16, 4096, Layout::Row), Layout::Row, ADDR_D),
+        alpha: 2.0,
+        beta: 0.0,
+    };
+    let tops = dispatch::transposed_operands(&ops);
+    assert_eq!(
+        (tops.a.address, tops.b.address, tops.d.address),
+        (ADDR_B, ADDR_A, ADDR_D)
+    );
+    assert_eq!(
+        (tops.a.shape.rows, tops.a.shape.cols, tops.a.shape.ld),
+        (4096, 8192, 8192)
+    );
+    assert_eq!(
+        (tops.b.shape.rows, tops.b.shape.cols, tops.b.shape.ld),
+        (8192, 16, 8192)
+    );
+    assert_eq!(
+        (tops.d.shape.rows, tops.d.shape.cols, tops.d.shape.ld),
+        (4096, 16, 4096)
+    );
+    assert_eq!(tops.alpha, 2.0);
+}
+
+#[test]
 fn heuristic_falls_back_to_2x_kernels_where_no_3x_kernel_fits() {
     // f64 on Hopper: only the 2.x DMMA kernel.
     let f64_problem = GemmProblem::new(
@@ -1494,4 +1587,45 @@ fn problem_of_reads_extents_from_a_and_b_and_the_batch_from_d() {
     let p = dispatch::problem_of(signature, &ops, 90);
     let (chosen, _) = dispatch::select(&kernels::REGISTRY, &EMPTY, &p, 132).unwrap();
     assert_eq!(chosen.api, Api::Cutlass3x, "{}", chosen.rust_name);
+}
+
+#[test]
+fn dispatch_follows_the_embedded_measured_table() {
+    // For every profiled shape of the embedded table, dispatch returns a measured kernel that is
+    // at least as fast as the row's own (the fastest of that orientation), on either orientation,
+    // and transposed rows are only ever used through the transposed problem.
+    let table = &kernels::DISPATCH;
+    assert!(
+        !table.entries.is_empty(),
+        "the build embeds bench/dispatch/nvidia_h200.tsv"
+    );
+    for row in table.entries {
+        let problem = GemmProblem::new(
+            (row.m, row.n, row.k),
+            (row.element_a, row.element_b, row.element_c),
+            (row.layout_a, row.layout_b, row.layout_c),
+        )
+        .batched(row.batch)
+        .on_compute_capability(90);
+        let chosen = dispatch::select_any_orientation(&kernels::REGISTRY, table, &problem, 132).unwrap();
+        let oriented = match chosen.orientation {
+            dispatch::Orientation::AsGiven => problem.clone(),
+            dispatch::Orientation::Transposed => dispatch::transposed(&problem),
+        };
+        let entry = table
+            .lookup(&oriented)
+            .expect("a measured choice comes from the table");
+        assert!(std::ptr::eq(entry.kernel, chosen.kernel));
+        assert!(chosen.kernel.supports(&oriented).is_ok());
+        assert!(
+            entry.us <= row.us + 1e-9,
+            "{}x{}x{}: chose {} at {} us over the row's {} us",
+            row.m,
+            row.n,
+            row.k,
+            chosen.kernel.name,
+            entry.us,
+            row.us
+        );
+    }
 }
