@@ -30,12 +30,8 @@ use crate::CudaStream;
 /// One measured row: the fastest kernel for one shape and type/layout combination.
 #[derive(Debug)]
 pub struct Entry {
-    pub element_a: DType,
-    pub element_b: DType,
-    pub element_c: DType,
-    pub layout_a: Layout,
-    pub layout_b: Layout,
-    pub layout_c: Layout,
+    /// Types and layouts of the profiled problem.
+    pub signature: Signature,
     pub m: usize,
     pub n: usize,
     pub k: usize,
@@ -70,23 +66,7 @@ impl Table {
         let entries: &'static [Entry] = self.entries;
         entries
             .iter()
-            .filter(|e| {
-                (
-                    e.element_a,
-                    e.element_b,
-                    e.element_c,
-                    e.layout_a,
-                    e.layout_b,
-                    e.layout_c,
-                ) == (
-                    problem.element_a,
-                    problem.element_b,
-                    problem.element_c,
-                    problem.layout_a,
-                    problem.layout_b,
-                    problem.layout_c,
-                )
-            })
+            .filter(|e| e.signature == Signature::of(problem))
             .filter(|e| e.kernel.supports(problem).is_ok())
             .min_by(|x, y| {
                 let key = |e: &Entry| (shape_distance(e, problem), e.us);
@@ -132,21 +112,31 @@ pub fn select(
         };
         return Ok((entry.kernel, choice));
     }
+    heuristic(registry, problem, multiprocessors)
+        .map(|(_, kernel)| (kernel, Choice::Heuristic))
+        .ok_or_else(|| no_kernel(registry, problem))
+}
+
+/// The heuristic's pick for `problem`: the supporting kernel of lowest [`estimated_cost`], with
+/// that cost; kernels of the newest generation the device runs first (3.x kernels only run on
+/// their own architecture). `None` when no kernel supports the problem.
+fn heuristic(
+    registry: &Registry,
+    problem: &GemmProblem,
+    multiprocessors: u32,
+) -> Option<(f64, &'static KernelInfo)> {
     let candidates: Vec<&'static KernelInfo> = registry
         .all()
         .iter()
         .copied()
         .filter(|k| k.supports(problem).is_ok())
         .collect();
-    // Prefer the newest generation the device runs (3.x kernels only run on their own arch).
     let best_api = candidates.iter().map(|k| k.api).max();
     candidates
         .into_iter()
         .filter(|k| Some(k.api) == best_api)
         .map(|k| (estimated_cost(k, problem, multiprocessors), k))
         .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
-        .map(|(_, k)| (k, Choice::Heuristic))
-        .ok_or_else(|| no_kernel(registry, problem))
 }
 
 /// How a selected kernel runs the problem.
@@ -217,20 +207,16 @@ pub fn select_any_orientation(
     if let Some((_, selection)) = measured {
         return Ok(selection);
     }
-    let empty = Table::new("", "", &[]);
     oriented
         .iter()
         .filter_map(|(orientation, p)| {
-            let (kernel, choice) = select(registry, &empty, p, multiprocessors).ok()?;
-            let cost = estimated_cost(kernel, p, multiprocessors);
-            Some((
-                cost,
-                Selection {
-                    kernel,
-                    choice,
-                    orientation: *orientation,
-                },
-            ))
+            let (cost, kernel) = heuristic(registry, p, multiprocessors)?;
+            let selection = Selection {
+                kernel,
+                choice: Choice::Heuristic,
+                orientation: *orientation,
+            };
+            Some((cost, selection))
         })
         .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
         .map(|(_, selection)| selection)
@@ -247,9 +233,9 @@ pub fn transposed(p: &GemmProblem) -> GemmProblem {
         element_a: p.element_b,
         element_b: p.element_a,
         element_c: p.element_c,
-        layout_a: flip(p.layout_b),
-        layout_b: flip(p.layout_a),
-        layout_c: flip(p.layout_c),
+        layout_a: p.layout_b.transposed(),
+        layout_b: p.layout_a.transposed(),
+        layout_c: p.layout_c.transposed(),
         lda: p.ldb,
         ldb: p.lda,
         ldc: p.ldc,
@@ -260,13 +246,6 @@ pub fn transposed(p: &GemmProblem) -> GemmProblem {
         address_b: p.address_a,
         address_c: p.address_c,
         compute_capability: p.compute_capability,
-    }
-}
-
-fn flip(layout: Layout) -> Layout {
-    match layout {
-        Layout::Row => Layout::Column,
-        Layout::Column => Layout::Row,
     }
 }
 
@@ -335,7 +314,7 @@ fn no_kernel(registry: &Registry, problem: &GemmProblem) -> Error {
     }
 }
 
-/// Types and layouts of a GEMM's operands, for the untyped dispatch path.
+/// Types and layouts of a GEMM's operands, for the untyped dispatch path and the table's keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Signature {
     pub element_a: DType,
@@ -344,6 +323,20 @@ pub struct Signature {
     pub layout_a: Layout,
     pub layout_b: Layout,
     pub layout_c: Layout,
+}
+
+impl Signature {
+    /// The types and layouts of `problem`.
+    pub fn of(problem: &GemmProblem) -> Self {
+        Signature {
+            element_a: problem.element_a,
+            element_b: problem.element_b,
+            element_c: problem.element_c,
+            layout_a: problem.layout_a,
+            layout_b: problem.layout_b,
+            layout_c: problem.layout_c,
+        }
+    }
 }
 
 /// Chooses a kernel for `operands` (see [`select`]) from this crate's registry and embedded table,

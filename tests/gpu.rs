@@ -285,6 +285,17 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
     Ok(())
 }
 
+/// A·B in f64 for A row-major m×k and B column-major k×n (both packed), D row-major m×n.
+fn tn_reference(a: &[f64], b: &[f64], (m, n, k): (usize, usize, usize)) -> Vec<f64> {
+    let mut d = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            d[i * n + j] = (0..k).map(|p| a[i * k + p] * b[j * k + p]).sum();
+        }
+    }
+    d
+}
+
 /// The typed API end to end: f16 row × column, checked against the reference.
 fn typed_f16_tn(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     use half::f16;
@@ -313,13 +324,10 @@ fn typed_f16_tn(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
         .iter()
         .map(|x| x.to_f64())
         .collect();
-    let mut want = vec![0.0; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            want[i * n + j] =
-                f16::from_f64((0..k).map(|p| a_host[i * k + p] * b_host[j * k + p]).sum()).to_f64();
-        }
-    }
+    let want: Vec<f64> = tn_reference(&a_host, &b_host, (m, n, k))
+        .into_iter()
+        .map(|v| f16::from_f64(v).to_f64())
+        .collect();
     let error = verify::relative_error(&out, &want);
     if error > 2e-3 {
         return Err(format!("relative error {error:.3e}").into());
@@ -357,13 +365,10 @@ fn dispatch_bf16_tn(
         .iter()
         .map(|x| x.to_f64())
         .collect();
-    let mut want = vec![0.0; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            want[i * n + j] =
-                bf16::from_f64((0..k).map(|p| a_host[i * k + p] * b_host[j * k + p]).sum()).to_f64();
-        }
-    }
+    let want: Vec<f64> = tn_reference(&a_host, &b_host, (m, n, k))
+        .into_iter()
+        .map(|v| bf16::from_f64(v).to_f64())
+        .collect();
     let error = verify::relative_error(&out, &want);
     if error.is_nan() || error > 1e-2 {
         return Err(format!("{m}x{n}x{k} on {}: relative error {error:.3e}", kernel.name).into());

@@ -7,6 +7,9 @@
 //! These tests cover the CUTLASS 2.x kernels (the manifest's arch-80 entries, first in the
 //! registry); the CUTLASS 3.x (Hopper) kernels that follow them are tested in `runtime_3x.rs`.
 
+mod common;
+use common::*;
+
 use std::collections::HashSet;
 
 use cutlass_aot::abi::cutlass_aot_gemm_mode;
@@ -18,19 +21,6 @@ use cutlass_aot::{
     kernels, Error, GemmKernel, GemmOperands, GemmProblem, KernelInfo, MatrixShape, Operand, Prepared,
     Unsupported,
 };
-
-/// An H100 as `device::props` would report it.
-const H100: DeviceProps = DeviceProps {
-    multiprocessors: 132,
-    compute_capability: 90,
-    max_shared_memory_per_block_optin: 232_448,
-};
-
-/// Fake device addresses, 256-byte aligned like cudaMalloc's, far apart and distinctive.
-const ADDR_A: u64 = 0x7f00_0000_0000;
-const ADDR_B: u64 = 0x7f10_0000_0000;
-const ADDR_C: u64 = 0x7f20_0000_0000;
-const ADDR_D: u64 = 0x7f30_0000_0000;
 
 /// The CUTLASS 2.x kernels (arch-80 entries), in manifest order: the f16 family (line 12), the
 /// bf16 family (line 26), then gemm_f16_tn_batched (line 39), the TF32 family, f64 and SIMT. A
@@ -60,21 +50,6 @@ fn kernels_2x() -> &'static [&'static KernelInfo] {
     &kernels::REGISTRY.all()[..MANIFEST_ORDER_2X.len()]
 }
 
-fn kernel(rust_name: &str) -> &'static KernelInfo {
-    kernels::REGISTRY
-        .by_name(rust_name)
-        .unwrap_or_else(|| panic!("{rust_name} is not in the registry"))
-}
-
-/// An operand whose buffer is exactly as long as its shape needs.
-fn operand(shape: MatrixShape, layout: Layout, address: u64) -> Operand {
-    Operand {
-        shape,
-        len: shape.required_len(layout).unwrap(),
-        address,
-    }
-}
-
 /// Makes an operand a batch of `count` packed matrices (stride = one matrix), resizing its buffer.
 fn batched(op: Operand, layout: Layout, count: usize) -> Operand {
     let shape = MatrixShape {
@@ -83,18 +58,6 @@ fn batched(op: Operand, layout: Layout, count: usize) -> Operand {
         ..op.shape
     };
     operand(shape, layout, op.address)
-}
-
-/// D (m×n) = 1·A (m×k) · B (k×n), packed, no C, at the fake addresses.
-fn operands(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmOperands {
-    GemmOperands {
-        a: operand(MatrixShape::packed(m, k, info.layout_a), info.layout_a, ADDR_A),
-        b: operand(MatrixShape::packed(k, n, info.layout_b), info.layout_b, ADDR_B),
-        c: None,
-        d: operand(MatrixShape::packed(m, n, info.layout_c), info.layout_c, ADDR_D),
-        alpha: 1.0,
-        beta: 0.0,
-    }
 }
 
 /// A problem matching `info`'s types and layouts.

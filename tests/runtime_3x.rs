@@ -6,6 +6,9 @@
 //! No GPU is touched. Every expected value follows from `kernel_manifest.yaml` or from CUTLASS's
 //! source (cited where used), not from running the code under test.
 
+mod common;
+use common::*;
+
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::ffi::c_void;
@@ -17,14 +20,7 @@ use cutlass_aot::gemm::{plan, PARAMS_CAPACITY};
 use cutlass_aot::model::{
     Api, DType, EpilogueSchedule, KernelSchedule, Layout, OpClass, Shape3, TileScheduler,
 };
-use cutlass_aot::{kernels, Error, GemmOperands, GemmProblem, KernelInfo, MatrixShape, Operand, Prepared};
-
-/// An H100 SXM as `device::props` would report it.
-const H100: DeviceProps = DeviceProps {
-    multiprocessors: 132,
-    compute_capability: 90,
-    max_shared_memory_per_block_optin: 232_448,
-};
+use cutlass_aot::{kernels, Error, GemmOperands, GemmProblem, KernelInfo, MatrixShape, Prepared};
 
 /// An A100: runs the 2.x kernels, none of the 3.x ones.
 const A100: DeviceProps = DeviceProps {
@@ -33,11 +29,6 @@ const A100: DeviceProps = DeviceProps {
     max_shared_memory_per_block_optin: 166_912,
 };
 
-/// Fake device addresses, 256-byte aligned like cudaMalloc's, far apart and distinctive.
-const ADDR_A: u64 = 0x7f00_0000_0000;
-const ADDR_B: u64 = 0x7f10_0000_0000;
-const ADDR_C: u64 = 0x7f20_0000_0000;
-const ADDR_D: u64 = 0x7f30_0000_0000;
 const ADDR_WORKSPACE: u64 = 0x7f40_0000_0000;
 
 /// Number of CUTLASS 2.x kernels at the start of the manifest (arch 80 entries).
@@ -149,34 +140,8 @@ fn spec(rust_name: &str) -> Spec {
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-fn kernel(rust_name: &str) -> &'static KernelInfo {
-    kernels::REGISTRY
-        .by_name(rust_name)
-        .unwrap_or_else(|| panic!("{rust_name} is not in the registry"))
-}
-
 fn kernels_3x() -> &'static [&'static KernelInfo] {
     &kernels::REGISTRY.all()[COUNT_2X..]
-}
-
-fn operand(shape: MatrixShape, layout: Layout, address: u64) -> Operand {
-    Operand {
-        shape,
-        len: shape.required_len(layout).unwrap(),
-        address,
-    }
-}
-
-/// D (m×n) = 1·A (m×k) · B (k×n), packed, no C, at the fake addresses.
-fn operands(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmOperands {
-    GemmOperands {
-        a: operand(MatrixShape::packed(m, k, info.layout_a), info.layout_a, ADDR_A),
-        b: operand(MatrixShape::packed(k, n, info.layout_b), info.layout_b, ADDR_B),
-        c: None,
-        d: operand(MatrixShape::packed(m, n, info.layout_c), info.layout_c, ADDR_D),
-        alpha: 1.0,
-        beta: 0.0,
-    }
 }
 
 fn with_c(mut ops: GemmOperands, layout: Layout, beta: f64) -> GemmOperands {
@@ -1339,12 +1304,14 @@ static TABLE: Table = Table::new(
     "2026-01-01",
     &[
         Entry {
-            element_a: DType::Bf16,
-            element_b: DType::Bf16,
-            element_c: DType::Bf16,
-            layout_a: Layout::Row,
-            layout_b: Layout::Column,
-            layout_c: Layout::Row,
+            signature: Signature {
+                element_a: DType::Bf16,
+                element_b: DType::Bf16,
+                element_c: DType::Bf16,
+                layout_a: Layout::Row,
+                layout_b: Layout::Column,
+                layout_c: Layout::Row,
+            },
             m: 4096,
             n: 4096,
             k: 4096,
@@ -1353,12 +1320,14 @@ static TABLE: Table = Table::new(
             us: 200.0,
         },
         Entry {
-            element_a: DType::Bf16,
-            element_b: DType::Bf16,
-            element_c: DType::Bf16,
-            layout_a: Layout::Row,
-            layout_b: Layout::Column,
-            layout_c: Layout::Row,
+            signature: Signature {
+                element_a: DType::Bf16,
+                element_b: DType::Bf16,
+                element_c: DType::Bf16,
+                layout_a: Layout::Row,
+                layout_b: Layout::Column,
+                layout_c: Layout::Row,
+            },
             m: 16,
             n: 4096,
             k: 8192,
@@ -1444,12 +1413,14 @@ static TIE: Table = Table::new(
     "",
     &[
         Entry {
-            element_a: DType::F16,
-            element_b: DType::F16,
-            element_c: DType::F16,
-            layout_a: Layout::Row,
-            layout_b: Layout::Column,
-            layout_c: Layout::Row,
+            signature: Signature {
+                element_a: DType::F16,
+                element_b: DType::F16,
+                element_c: DType::F16,
+                layout_a: Layout::Row,
+                layout_b: Layout::Column,
+                layout_c: Layout::Row,
+            },
             m: 2048,
             n: 4096,
             k: 4096,
@@ -1458,12 +1429,14 @@ static TIE: Table = Table::new(
             us: 90.0,
         },
         Entry {
-            element_a: DType::F16,
-            element_b: DType::F16,
-            element_c: DType::F16,
-            layout_a: Layout::Row,
-            layout_b: Layout::Column,
-            layout_c: Layout::Row,
+            signature: Signature {
+                element_a: DType::F16,
+                element_b: DType::F16,
+                element_c: DType::F16,
+                layout_a: Layout::Row,
+                layout_b: Layout::Column,
+                layout_c: Layout::Row,
+            },
             m: 8192,
             n: 4096,
             k: 4096,
@@ -1600,10 +1573,11 @@ fn dispatch_follows_the_embedded_measured_table() {
         "the build embeds bench/dispatch/nvidia_h200.tsv"
     );
     for row in table.entries {
+        let sig = row.signature;
         let problem = GemmProblem::new(
             (row.m, row.n, row.k),
-            (row.element_a, row.element_b, row.element_c),
-            (row.layout_a, row.layout_b, row.layout_c),
+            (sig.element_a, sig.element_b, sig.element_c),
+            (sig.layout_a, sig.layout_b, sig.layout_c),
         )
         .batched(row.batch)
         .on_compute_capability(90);

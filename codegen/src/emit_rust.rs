@@ -76,8 +76,10 @@ fn dispatch_tokens(table: &crate::dispatch_table::Table) -> TokenStream {
         let module = format_ident!("{}", row.rust_name);
         quote! {
             ::cutlass_aot::dispatch::Entry {
-                element_a: #ea, element_b: #eb, element_c: #ec,
-                layout_a: #la, layout_b: #lb, layout_c: #lc,
+                signature: ::cutlass_aot::dispatch::Signature {
+                    element_a: #ea, element_b: #eb, element_c: #ec,
+                    layout_a: #la, layout_b: #lb, layout_c: #lc,
+                },
                 m: #m, n: #n, k: #k, batch: #batch,
                 kernel: &#module::INFO,
                 us: #us,
@@ -111,10 +113,7 @@ fn rust_type(d: DType) -> TokenStream {
 }
 
 fn layout_value(l: Layout) -> TokenStream {
-    match l {
-        Layout::Row => quote!(::cutlass_aot::model::Layout::Row),
-        Layout::Column => quote!(::cutlass_aot::model::Layout::Column),
-    }
+    variant(quote!(::cutlass_aot::model::Layout), format!("{l:?}"))
 }
 
 fn layout_type(l: Layout) -> TokenStream {

@@ -134,6 +134,15 @@ impl Layout {
         }
     }
 
+    /// The layout of the same memory read as the transposed matrix: a row-major m×n matrix is a
+    /// column-major n×m one.
+    pub fn transposed(self) -> Layout {
+        match self {
+            Layout::Row => Layout::Column,
+            Layout::Column => Layout::Row,
+        }
+    }
+
     /// `t` (row-major, "transposed") or `n` (column-major), as CUTLASS names kernels.
     pub fn letter(self) -> char {
         match self {

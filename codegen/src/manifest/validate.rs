@@ -41,6 +41,22 @@ fn powers_of_two(max: u32) -> Vec<u32> {
     (0..32).map(|e| 1u32 << e).take_while(|&p| p <= max).collect()
 }
 
+/// C's alignment, the same rule for both generations: a power of two of at most 128 bits.
+fn alignment_c(k: &GemmKernel, out: &mut Vec<Finding>) {
+    let allowed_c = powers_of_two(k.element_c.max_alignment());
+    if !allowed_c.contains(&k.alignment_c) {
+        out.push((
+            "alignment_c",
+            format!(
+                "{} is not allowed for c {}; allowed: {} (a power of two of at most 128 bits)",
+                k.alignment_c,
+                k.element_c,
+                list(&allowed_c)
+            ),
+        ));
+    }
+}
+
 /// Reports each of `shapes` that has a zero component; true if any has (rules that divide by
 /// these shapes must then be skipped).
 fn zero_components(shapes: &[(&'static str, Shape3)], out: &mut Vec<Finding>) -> bool {

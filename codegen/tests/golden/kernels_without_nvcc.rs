@@ -405,12 +405,14 @@ pub static DISPATCH: ::cutlass_aot::dispatch::Table = ::cutlass_aot::dispatch::T
     "2026-11-21",
     &[
         ::cutlass_aot::dispatch::Entry {
-            element_a: ::cutlass_aot::model::DType::Bf16,
-            element_b: ::cutlass_aot::model::DType::Bf16,
-            element_c: ::cutlass_aot::model::DType::Bf16,
-            layout_a: ::cutlass_aot::model::Layout::Row,
-            layout_b: ::cutlass_aot::model::Layout::Column,
-            layout_c: ::cutlass_aot::model::Layout::Row,
+            signature: ::cutlass_aot::dispatch::Signature {
+                element_a: ::cutlass_aot::model::DType::Bf16,
+                element_b: ::cutlass_aot::model::DType::Bf16,
+                element_c: ::cutlass_aot::model::DType::Bf16,
+                layout_a: ::cutlass_aot::model::Layout::Row,
+                layout_b: ::cutlass_aot::model::Layout::Column,
+                layout_c: ::cutlass_aot::model::Layout::Row,
+            },
             m: 4096usize,
             n: 4096usize,
             k: 4096usize,

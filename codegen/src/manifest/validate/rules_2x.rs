@@ -1,6 +1,6 @@
 //! The rules of CUTLASS 2.x kernels (arch 80: universal GEMM for sm_80).
 
-use super::{list, powers_of_two, stage_bytes, zero_components, Finding};
+use super::{alignment_c, list, powers_of_two, stage_bytes, zero_components, Finding};
 use crate::model::{DType, GemmKernel, OpClass, Shape3};
 
 /// sm_80's shared memory per threadblock (163 KiB, with the opt-in carve-out).
@@ -225,18 +225,7 @@ fn alignments(k: &GemmKernel, out: &mut Vec<Finding>) {
         ),
         ));
     }
-    let allowed_c = powers_of_two(k.element_c.max_alignment());
-    if !allowed_c.contains(&k.alignment_c) {
-        out.push((
-            "alignment_c",
-            format!(
-                "{} is not allowed for c {}; allowed: {} (a power of two of at most 128 bits)",
-                k.alignment_c,
-                k.element_c,
-                list(&allowed_c)
-            ),
-        ));
-    }
+    alignment_c(k, out);
 }
 
 fn shared_memory(k: &GemmKernel, out: &mut Vec<Finding>) {

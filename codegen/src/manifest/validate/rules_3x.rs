@@ -1,7 +1,7 @@
 //! The rules of CUTLASS 3.x kernels (arch 90: sm_90a code built by CUTLASS's collective builders,
 //! TMA loads and warpgroup MMA).
 
-use super::{list, powers_of_two, stage_bytes, zero_components, Finding};
+use super::{alignment_c, list, stage_bytes, zero_components, Finding};
 use crate::model::{DType, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, OpClass, TileScheduler};
 
 /// sm_90's shared memory per threadblock with the opt-in carve-out (227 KiB).
@@ -187,18 +187,7 @@ fn alignments(k: &GemmKernel, out: &mut Vec<Finding>) {
             ),
         ));
     }
-    let allowed_c = powers_of_two(k.element_c.max_alignment());
-    if !allowed_c.contains(&k.alignment_c) {
-        out.push((
-            "alignment_c",
-            format!(
-                "{} is not allowed for c {}; allowed: {} (a power of two of at most 128 bits)",
-                k.alignment_c,
-                k.element_c,
-                list(&allowed_c)
-            ),
-        ));
-    }
+    alignment_c(k, out);
 }
 
 /// Tile rules; true if M is one the schedules can be checked against.

@@ -1,0 +1,47 @@
+//! Fixtures shared by the CPU test suites (`runtime.rs`, `runtime_3x.rs`): a fake H100, fake
+//! device addresses and operands built from them. Each suite uses a subset.
+#![allow(dead_code)]
+
+use cutlass_aot::device::DeviceProps;
+use cutlass_aot::model::Layout;
+use cutlass_aot::{kernels, GemmOperands, KernelInfo, MatrixShape, Operand};
+
+/// An H100 SXM as `device::props` would report it.
+pub const H100: DeviceProps = DeviceProps {
+    multiprocessors: 132,
+    compute_capability: 90,
+    max_shared_memory_per_block_optin: 232_448,
+};
+
+/// Fake device addresses, 256-byte aligned like cudaMalloc's, far apart and distinctive.
+pub const ADDR_A: u64 = 0x7f00_0000_0000;
+pub const ADDR_B: u64 = 0x7f10_0000_0000;
+pub const ADDR_C: u64 = 0x7f20_0000_0000;
+pub const ADDR_D: u64 = 0x7f30_0000_0000;
+
+pub fn kernel(rust_name: &str) -> &'static KernelInfo {
+    kernels::REGISTRY
+        .by_name(rust_name)
+        .unwrap_or_else(|| panic!("{rust_name} is not in the registry"))
+}
+
+/// An operand whose buffer is exactly as long as its shape needs.
+pub fn operand(shape: MatrixShape, layout: Layout, address: u64) -> Operand {
+    Operand {
+        shape,
+        len: shape.required_len(layout).unwrap(),
+        address,
+    }
+}
+
+/// D (m×n) = 1·A (m×k) · B (k×n), packed, no C, at the fake addresses.
+pub fn operands(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmOperands {
+    GemmOperands {
+        a: operand(MatrixShape::packed(m, k, info.layout_a), info.layout_a, ADDR_A),
+        b: operand(MatrixShape::packed(k, n, info.layout_b), info.layout_b, ADDR_B),
+        c: None,
+        d: operand(MatrixShape::packed(m, n, info.layout_c), info.layout_c, ADDR_D),
+        alpha: 1.0,
+        beta: 0.0,
+    }
+}
