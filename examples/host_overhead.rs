@@ -345,6 +345,7 @@ impl Buffers {
             d: operand(&self.d, m, n, info.layout_c),
             alpha: 1.0,
             beta: 0.0,
+            split_k_slices: 1,
         }
     }
 }
@@ -481,7 +482,7 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
                 if info.api == Api::Cutlass3x {
                     args.encode_tiled = encode;
                 }
-                if info.may_need_workspace() {
+                if info.may_need_workspace(1) {
                     args.workspace = workspace_address as *mut c_void;
                     args.workspace_capacity = 64 << 20;
                 }

@@ -22,7 +22,7 @@
 use crate::error::Error;
 use crate::gemm::{self, GemmOperands, Operand};
 use crate::matrix::{MatrixMut, MatrixRef};
-use crate::model::{DType, Layout, TileScheduler};
+use crate::model::{DType, Layout, MathOp, SplitK, TileScheduler};
 use crate::registry::{GemmProblem, KernelInfo, Registry};
 use crate::types::{Element, LayoutTag};
 use crate::CudaStream;
@@ -129,7 +129,7 @@ fn heuristic(
         .all()
         .iter()
         .copied()
-        .filter(|k| k.supports(problem).is_ok())
+        .filter(|k| dispatchable(k) && k.supports(problem).is_ok())
         .collect();
     let best_api = candidates.iter().map(|k| k.api).max();
     candidates
@@ -137,6 +137,16 @@ fn heuristic(
         .filter(|k| Some(k.api) == best_api)
         .map(|k| (estimated_cost(k, problem, multiprocessors), k))
         .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
+}
+
+/// Whether the heuristic may pick `kernel` for a problem of its types: not one that trades
+/// accuracy for speed (f32 operands rounded to f16/bf16: the caller asked for f32), nor a parallel
+/// split-K kernel (without slices it only adds a reduction pass). Both stay available by name.
+fn dispatchable(kernel: &KernelInfo) -> bool {
+    !matches!(
+        kernel.math,
+        MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16
+    ) && kernel.split_k != SplitK::Parallel
 }
 
 /// How a selected kernel runs the problem.
@@ -246,6 +256,8 @@ pub fn transposed(p: &GemmProblem) -> GemmProblem {
         address_b: p.address_a,
         address_c: p.address_c,
         compute_capability: p.compute_capability,
+        split_k_slices: p.split_k_slices,
+        pointer_arrays: p.pointer_arrays,
     }
 }
 
@@ -266,6 +278,7 @@ pub fn transposed_operands(ops: &GemmOperands) -> GemmOperands {
         d: t(&ops.d),
         alpha: ops.alpha,
         beta: ops.beta,
+        split_k_slices: ops.split_k_slices,
     }
 }
 
@@ -430,7 +443,7 @@ pub fn run<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC:
         layout_c: LC::LAYOUT,
     };
     let beta = c.as_ref().map_or(0.0, |(_, beta)| *beta);
-    gemm::with_operands(stream, a, b, c.map(|(c, _)| c), d, (alpha, beta), |operands| {
+    gemm::with_operands(stream, a, b, c.map(|(c, _)| c), d, (alpha, beta, 1), |operands| {
         // SAFETY: every address comes from a live cudarc buffer of the stated length whose element
         // type is the signature's (enforced by the type parameters).
         unsafe { launch_raw(stream, signature, operands) }

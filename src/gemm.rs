@@ -37,6 +37,9 @@ pub struct Gemm<'a, K: GemmKernel> {
     pub d: MatrixMut<'a, K::C, K::LayoutC>,
     pub alpha: K::Scalar,
     pub beta: K::Scalar,
+    /// K split into this many slices (1: no split), serially or in parallel as the kernel's
+    /// [`KernelInfo::split_k`] says.
+    pub split_k_slices: usize,
 }
 
 impl<'a, K: GemmKernel> Gemm<'a, K> {
@@ -54,7 +57,15 @@ impl<'a, K: GemmKernel> Gemm<'a, K> {
             d,
             alpha,
             beta: K::Scalar::ZERO,
+            split_k_slices: 1,
         }
+    }
+
+    /// Splits K into `slices` (see [`KernelInfo::split_k`]); the workspace it needs is allocated
+    /// per stream and reused.
+    pub fn split_k(mut self, slices: usize) -> Self {
+        self.split_k_slices = slices;
+        self
     }
 
     /// Adds `beta · C`.
@@ -111,37 +122,84 @@ impl KernelInfo {
         &'static self,
         args: &abi::cutlass_aot_gemm_args,
     ) -> Result<Result<Prepared, u64>, Error> {
-        let prepare = self.prepare.ok_or(Error::NotBuilt { kernel: self.name })?;
-        let mut prepared = Prepared {
-            params: ParamsBuffer([0; PARAMS_CAPACITY]),
-            launch: abi::cutlass_aot_launch::default(),
-        };
-        // SAFETY: the generated function reads `args`, writes at most PARAMS_CAPACITY bytes into
-        // `params` (it checks the capacity) and fills `launch`.
-        let status = unsafe {
-            prepare(
-                args,
-                prepared.params.0.as_mut_ptr().cast(),
-                PARAMS_CAPACITY,
-                &mut prepared.launch,
-            )
-        };
-        use abi::cutlass_aot_status as S;
-        let message = match status {
+        prepare_with(self, self.prepare, args)
+    }
+
+    /// The device workspace a launch with `args` needs, in bytes (0: none): serial split-K
+    /// semaphores, parallel split-K partial sums, stream-K reduction space. Host code only, like
+    /// [`KernelInfo::prepare`]; launches allocate it themselves, per stream, and reuse it.
+    pub fn workspace_bytes(&'static self, args: &abi::cutlass_aot_gemm_args) -> Result<u64, Error> {
+        let mut args = *args;
+        args.workspace = std::ptr::null_mut();
+        args.workspace_capacity = 0;
+        if args.encode_tiled.is_none() {
+            // The descriptors are thrown away: an encoder that builds none lets 3.x Params be
+            // computed without the driver.
+            args.encode_tiled = Some(no_tensor_map);
+        }
+        Ok(match self.prepare_status(&args)? {
+            Ok(_) => 0,
+            Err(bytes) => bytes,
+        })
+    }
+}
+
+/// A TMA encoder that succeeds without writing a descriptor (for sizing a workspace only).
+unsafe extern "C" fn no_tensor_map(
+    _: *mut c_void,
+    _: i32,
+    _: u32,
+    _: *mut c_void,
+    _: *const u64,
+    _: *const u64,
+    _: *const u32,
+    _: *const u32,
+    _: i32,
+    _: i32,
+    _: i32,
+    _: i32,
+) -> i32 {
+    0
+}
+
+/// Runs one of `info`'s generated prepare functions (the kernel's or its reduction's): `Ok(Err(bytes))`
+/// when the workspace is too small.
+fn prepare_with(
+    info: &'static KernelInfo,
+    prepare: abi::cutlass_aot_gemm_prepare_fn,
+    args: &abi::cutlass_aot_gemm_args,
+) -> Result<Result<Prepared, u64>, Error> {
+    let prepare = prepare.ok_or(Error::NotBuilt { kernel: info.name })?;
+    let mut prepared = Prepared {
+        params: ParamsBuffer([0; PARAMS_CAPACITY]),
+        launch: abi::cutlass_aot_launch::default(),
+    };
+    // SAFETY: the generated function reads `args`, writes at most PARAMS_CAPACITY bytes into
+    // `params` (it checks the capacity) and fills `launch`.
+    let status = unsafe {
+        prepare(
+            args,
+            prepared.params.0.as_mut_ptr().cast(),
+            PARAMS_CAPACITY,
+            &mut prepared.launch,
+        )
+    };
+    use abi::cutlass_aot_status as S;
+    let message = match status {
             s if s == S::CUTLASS_AOT_OK as i32 => return Ok(Ok(prepared)),
             s if s == S::CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL as i32 => {
                 return Ok(Err(prepared.launch.workspace_bytes))
             }
             s if s == S::CUTLASS_AOT_ERROR_MISALIGNED_OPERAND as i32 => {
-                format!("CUTLASS rejected the problem: an extent is not a multiple of the kernel's alignment (A {}, B {}, C {})", self.alignment_a, self.alignment_b, self.alignment_c)
+                format!("CUTLASS rejected the problem: an extent is not a multiple of the kernel's alignment (A {}, B {}, C {})", info.alignment_a, info.alignment_b, info.alignment_c)
             }
             s if s == S::CUTLASS_AOT_ERROR_INVALID_PROBLEM as i32 => format!(
                 "CUTLASS's can_implement rejected the problem (extents, strides or alignment: the \
                  contiguous extents, leading dimensions and batch strides of A and B must be multiples \
                  of {} and {} elements, of C/D of {})",
-                self.alignment_a, self.alignment_b, self.alignment_c
+                info.alignment_a, info.alignment_b, info.alignment_c
             ),
-            s if s == S::CUTLASS_AOT_ERROR_NOT_SUPPORTED as i32 => "CUTLASS does not support this problem".into(),
+            s if s == S::CUTLASS_AOT_ERROR_NOT_SUPPORTED as i32 => "CUTLASS does not support this problem in this mode (split-K slices, batch and array mode must fit the kernel's split-K mode)".into(),
             s if s == S::CUTLASS_AOT_ERROR_GRID_TOO_LARGE as i32 => {
                 "the launch grid would exceed 65535 blocks in y or z; split the problem or use a kernel with a larger tile".into()
             }
@@ -159,12 +217,11 @@ impl KernelInfo {
                 }
             }
             s if s == S::CUTLASS_AOT_ERROR_PARAMS_TOO_LARGE as i32 => {
-                return Err(Error::AbiMismatch { kernel: self.name, message: format!("Params larger than {PARAMS_CAPACITY} bytes") })
+                return Err(Error::AbiMismatch { kernel: info.name, message: format!("Params larger than {PARAMS_CAPACITY} bytes") })
             }
             other => format!("CUTLASS internal error (status {other})"),
         };
-        Err(Error::invalid(self.name, message))
-    }
+    Err(Error::invalid(info.name, message))
 }
 
 /// One operand as the checks see it: geometry, buffer length (elements) and device address.
@@ -185,6 +242,8 @@ pub struct GemmOperands {
     pub d: Operand,
     pub alpha: f64,
     pub beta: f64,
+    /// K split into this many slices (1: no split).
+    pub split_k_slices: usize,
 }
 
 /// Checks `args` against kernel `K`, builds its Params and launches it on `stream`.
@@ -197,16 +256,18 @@ pub fn launch<K: GemmKernel>(stream: &CudaStream, args: Gemm<'_, K>) -> Result<(
         d,
         alpha,
         beta,
+        split_k_slices,
     } = args;
-    with_operands(stream, a, b, c, d, (alpha.into(), beta.into()), |operands| {
+    let scalars = (alpha.into(), beta.into(), split_k_slices);
+    with_operands(stream, a, b, c, d, scalars, |operands| {
         // SAFETY: every address comes from a live cudarc buffer of the stated length and element
         // type (the types are K's, enforced by the signature).
         unsafe { launch_raw(K::info(), stream, operands) }
     })
 }
 
-/// Runs `f` on the untyped view of typed operands (with `(alpha, beta)`; beta stays as given even
-/// without C, so that the checks can refuse a non-zero beta) while their buffers are held for `stream`: the
+/// Runs `f` on the untyped view of typed operands (with `(alpha, beta, split_k_slices)`; beta stays
+/// as given even without C, so that the checks can refuse a non-zero beta) while their buffers are held for `stream`: the
 /// pointers are taken with the stream so that cudarc orders the launch after earlier work on these
 /// buffers, and the guards record completion events when dropped, after `f` has launched.
 pub(crate) fn with_operands<A, B, C, LA, LB, LC, R>(
@@ -215,7 +276,7 @@ pub(crate) fn with_operands<A, B, C, LA, LB, LC, R>(
     b: MatrixRef<'_, B, LB>,
     c: Option<MatrixRef<'_, C, LC>>,
     d: MatrixMut<'_, C, LC>,
-    (alpha, beta): (f64, f64),
+    (alpha, beta, split_k_slices): (f64, f64, usize),
     f: impl FnOnce(&GemmOperands) -> R,
 ) -> R
 where
@@ -241,6 +302,7 @@ where
         d: operand(d.shape, d_len, ptr_d),
         alpha,
         beta,
+        split_k_slices,
     };
     f(&operands)
 }
@@ -340,18 +402,33 @@ pub unsafe fn launch_raw_tuned(
     }
     ctx.bind_to_thread()
         .map_err(Error::driver("binding the context"))?;
-    if !info.may_need_workspace() {
-        let prepared = info.prepare(&args)?;
-        return unsafe { enqueue_prepared(info, stream, &device, &prepared, 0) };
+    unsafe { prepare_and_enqueue(info, stream, &device, &mut args) }
+}
+
+/// Builds Params for `args` (with a workspace from the stream's cache when the launch may need
+/// one) and enqueues the kernel, then, for parallel split-K, its reduction.
+///
+/// # Safety
+/// As [`launch_raw`]; `args` was checked by [`plan`] (or [`crate::array::plan_array`]) and the
+/// stream's context is current.
+pub(crate) unsafe fn prepare_and_enqueue(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    device: &device::DeviceProps,
+    args: &mut abi::cutlass_aot_gemm_args,
+) -> Result<(), Error> {
+    if !info.may_need_workspace(args.split_k_slices as usize) {
+        let prepared = info.prepare(args)?;
+        return unsafe { enqueue_prepared(info, info.entry, stream, device, &prepared, 0) };
     }
-    // Params embed the workspace address: hold the cache until the kernel is enqueued.
+    // Params embed the workspace address: hold the cache until every kernel is enqueued.
     let mut workspaces = crate::workspace::lock();
     let (mut address, mut capacity) = workspaces.current(stream);
-    loop {
+    let prepared = loop {
         args.workspace = address as *mut c_void;
         args.workspace_capacity = capacity as u64;
-        match info.prepare_status(&args)? {
-            Ok(prepared) => return unsafe { enqueue_prepared(info, stream, &device, &prepared, address) },
+        match info.prepare_status(args)? {
+            Ok(prepared) => break prepared,
             Err(needed) if (needed as usize) > capacity => {
                 (address, capacity) = workspaces.at_least(stream, needed as usize)?;
             }
@@ -362,15 +439,29 @@ pub unsafe fn launch_raw_tuned(
                 })
             }
         }
-    }
+    };
+    let Some(reduction) = info.reduction else {
+        return unsafe { enqueue_prepared(info, info.entry, stream, device, &prepared, address) };
+    };
+    // Parallel split-K: both Params are built before anything is enqueued, so that an error
+    // leaves nothing half-launched.
+    let reduce = prepare_with(info, reduction.prepare, args)?;
+    let reduce = reduce.map_err(|needed| Error::AbiMismatch {
+        kernel: info.name,
+        message: format!("the split-K reduction asked for {needed} bytes of workspace with {capacity} given"),
+    })?;
+    unsafe { enqueue_prepared(info, info.entry, stream, device, &prepared, address)? };
+    unsafe { enqueue_prepared(info, reduction.entry, stream, device, &reduce, address) }
 }
 
-/// Checks the prepared launch against the device and the loaded function, then enqueues it.
+/// Checks the prepared launch of `entry` (the kernel's, or its reduction's) against the device and
+/// the loaded function, then enqueues it.
 ///
 /// # Safety
 /// As [`launch_raw`]; `workspace` holds `prepared.launch.workspace_bytes` bytes.
 unsafe fn enqueue_prepared(
     info: &'static KernelInfo,
+    entry: &'static std::ffi::CStr,
     stream: &CudaStream,
     device: &device::DeviceProps,
     prepared: &Prepared,
@@ -388,7 +479,7 @@ unsafe fn enqueue_prepared(
     }
     let function = info
         .image
-        .function(stream.context(), info.entry, info.name, launch.shared_mem_bytes)?;
+        .function(stream.context(), entry, info.name, launch.shared_mem_bytes)?;
     if function.param_bytes != launch.params_bytes as usize {
         return Err(Error::AbiMismatch {
             kernel: info.name,
@@ -434,20 +525,7 @@ pub fn plan(
         &ops.d.shape,
         ops.beta,
     )?;
-    if info.element_epilogue.is_integer() {
-        for (name, value) in [("alpha", ops.alpha), ("beta", ops.beta)] {
-            if value.fract() != 0.0 || value.abs() > i32::MAX as f64 {
-                return Err(Error::invalid(
-                    info.name,
-                    format!(
-                        "{name} = {value}: this kernel's epilogue computes in {}, so alpha and beta must be \
-                         integers in the i32 range (a fraction would be truncated)",
-                        info.element_epilogue
-                    ),
-                ));
-            }
-        }
-    }
+    check_scalars(info, ops.alpha, ops.beta)?;
     let named = [
         ("A", Some(&ops.a), info.layout_a),
         ("B", Some(&ops.b), info.layout_b),
@@ -472,6 +550,7 @@ pub fn plan(
         address_b: Some(ops.b.address),
         address_c: Some(address_c),
         compute_capability: Some(device.compute_capability),
+        split_k_slices: ops.split_k_slices,
         ..GemmProblem::new(
             (geometry.m, geometry.n, geometry.k),
             (info.element_a, info.element_b, info.element_c),
@@ -504,6 +583,7 @@ pub fn plan(
         sm_occupancy: 1,
         raster_order: 0,
         max_swizzle: 0,
+        split_k_slices: ops.split_k_slices as i32,
         a: ops.a.address as *const c_void,
         b: ops.b.address as *const c_void,
         c: c.address as *const c_void,
@@ -524,16 +604,35 @@ pub fn plan(
     })
 }
 
+/// Alpha and beta of an integer epilogue must be integers (a fraction would be truncated).
+pub(crate) fn check_scalars(info: &'static KernelInfo, alpha: f64, beta: f64) -> Result<(), Error> {
+    if info.element_epilogue.is_integer() {
+        for (name, value) in [("alpha", alpha), ("beta", beta)] {
+            if value.fract() != 0.0 || value.abs() > i32::MAX as f64 {
+                return Err(Error::invalid(
+                    info.name,
+                    format!(
+                        "{name} = {value}: this kernel's epilogue computes in {}, so alpha and beta must be \
+                         integers in the i32 range (a fraction would be truncated)",
+                        info.element_epilogue
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Extents of the problem as read off the operands, checked for consistency.
-struct Geometry {
-    m: usize,
-    n: usize,
-    k: usize,
-    batch: usize,
+pub(crate) struct Geometry {
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    pub(crate) batch: usize,
 }
 
 impl Geometry {
-    fn check(
+    pub(crate) fn check(
         info: &'static KernelInfo,
         a: &MatrixShape,
         b: &MatrixShape,

@@ -27,6 +27,7 @@
 extern crate self as cutlass_aot;
 
 pub mod abi;
+pub mod array;
 pub mod device;
 pub mod dispatch;
 mod error;
@@ -44,11 +45,12 @@ pub use cudarc::driver::CudaStream;
 pub use cutlass_aot_model as model;
 pub use half;
 
+pub use array::{ArrayGemm, PointerArray, PointerArrayMut};
 pub use error::Error;
 pub use gemm::{Gemm, GemmKernel, GemmOperands, Operand, Prepared, Raster, Tuning};
 pub use image::Image;
 pub use matrix::{MatrixMut, MatrixRef, MatrixShape};
-pub use registry::{GemmProblem, KernelInfo, Registry, Unsupported};
+pub use registry::{GemmProblem, KernelInfo, Registry, SplitKReduction, Unsupported};
 pub use types::{ColumnMajor, Element, LayoutTag, RowMajor, Scalar, F8E4M3, F8E5M2};
 
 /// The kernels of this crate's `kernel_manifest.yaml`: one module per kernel, plus `REGISTRY`.

@@ -8,7 +8,7 @@ use std::fmt;
 use crate::abi;
 use crate::image::Image;
 use crate::model::{
-    Api, DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout, MathOp, OpClass, Shape3, Swizzle,
+    Api, DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout, MathOp, OpClass, Shape3, SplitK, Swizzle,
     TileScheduler,
 };
 
@@ -51,6 +51,8 @@ pub struct KernelInfo {
     pub stages: u32,
     pub math: MathOp,
     pub swizzle: Swizzle,
+    /// How the kernel splits K when a launch asks for split-K slices.
+    pub split_k: SplitK,
     pub epilogue: Epilogue,
     /// 3.x scheduling (2.x kernels: Auto, Auto, Persistent).
     pub schedule: KernelSchedule,
@@ -61,6 +63,17 @@ pub struct KernelInfo {
     #[doc(hidden)]
     pub entry: &'static CStr,
     #[doc(hidden)]
+    pub prepare: abi::cutlass_aot_gemm_prepare_fn,
+    /// The split-K reduction kernel built with a parallel split-K kernel.
+    #[doc(hidden)]
+    pub reduction: Option<&'static SplitKReduction>,
+}
+
+/// The reduction kernel of a parallel split-K kernel: it adds the partial sums the GEMM left in the
+/// workspace, applies alpha, beta and C, and writes D.
+#[derive(Debug)]
+pub struct SplitKReduction {
+    pub entry: &'static CStr,
     pub prepare: abi::cutlass_aot_gemm_prepare_fn,
 }
 
@@ -91,6 +104,11 @@ pub struct GemmProblem {
     pub address_c: Option<u64>,
     /// Compute capability of the device that will run it (`major * 10 + minor`), when known.
     pub compute_capability: Option<u32>,
+    /// K split into this many slices (1: no split), as the kernel's [`SplitK`] mode does it.
+    pub split_k_slices: usize,
+    /// Array mode: the operands of the `batch_count` GEMMs are given by device arrays of pointers
+    /// (leading dimensions shared, batch strides unused).
+    pub pointer_arrays: bool,
 }
 
 impl GemmProblem {
@@ -122,6 +140,8 @@ impl GemmProblem {
             address_b: None,
             address_c: None,
             compute_capability: None,
+            split_k_slices: 1,
+            pointer_arrays: false,
         }
     }
 
@@ -132,6 +152,19 @@ impl GemmProblem {
 
     pub fn on_compute_capability(mut self, cc: u32) -> Self {
         self.compute_capability = Some(cc);
+        self
+    }
+
+    /// Splits K into `slices` (see [`KernelInfo::split_k`]).
+    pub fn split_k(mut self, slices: usize) -> Self {
+        self.split_k_slices = slices;
+        self
+    }
+
+    /// Array mode: `count` GEMMs whose operands are given by device arrays of pointers.
+    pub fn pointer_arrays(mut self, count: usize) -> Self {
+        self.pointer_arrays = true;
+        self.batch_count = count;
         self
     }
 }
@@ -162,10 +195,18 @@ impl KernelInfo {
         self.prepare.is_some() && self.image.has_code()
     }
 
-    /// Whether some problems need a device workspace (stream-K scheduling). Such launches go
-    /// through the per-stream workspace cache.
-    pub fn may_need_workspace(&self) -> bool {
+    /// Whether a launch with `split_k_slices` may need a device workspace: stream-K scheduling,
+    /// serial split-K semaphores, parallel split-K partial sums. Such launches go through the
+    /// per-stream workspace cache.
+    pub fn may_need_workspace(&self, split_k_slices: usize) -> bool {
         self.tile_scheduler == TileScheduler::StreamK
+            || self.split_k == SplitK::Parallel
+            || split_k_slices > 1
+    }
+
+    /// Output tiles' worth of K: the most split-K slices that each get at least one K tile.
+    pub fn k_tiles(&self, k: usize) -> usize {
+        k.div_ceil(self.tile.k.max(1) as usize)
     }
 
     /// Whether the kernel's code runs on a device of compute capability `cc` (`major * 10 + minor`):
@@ -297,6 +338,8 @@ impl KernelInfo {
                 });
             }
         }
+        self.split_k_rules(problem, &mut want);
+        self.array_rules(problem, &mut want);
         if let Some(cc) = problem.compute_capability {
             let runs = self.runs_on(cc);
             want(runs.is_ok(), &|| runs.clone().err().unwrap_or_default());
@@ -311,6 +354,67 @@ impl KernelInfo {
                 kernel: self.name,
                 reasons,
             })
+        }
+    }
+}
+
+impl KernelInfo {
+    /// Split-K slices against the kernel's split-K mode, K and the batch.
+    fn split_k_rules(&self, problem: &GemmProblem, want: &mut impl FnMut(bool, &dyn Fn() -> String)) {
+        let slices = problem.split_k_slices;
+        want(slices >= 1, &|| {
+            "split-K slices must be at least 1 (1: no split)".to_string()
+        });
+        if slices > 1 {
+            want(self.split_k != SplitK::None, &|| {
+                format!(
+                    "this kernel cannot split K ({} scheduler); use split-K slices 1, a stream-K kernel                      (`tile_scheduler: stream_k`) or a 2.x kernel",
+                    self.tile_scheduler
+                )
+            });
+            let tiles = self.k_tiles(problem.k);
+            want(slices <= tiles, &|| {
+                format!(
+                    "{slices} split-K slices exceed K's {tiles} tile(s) of {} (k = {}): a slice must hold at                      least one tile; use at most {tiles}",
+                    self.tile.k, problem.k
+                )
+            });
+            want(problem.batch_count == 1 && !problem.pointer_arrays, &|| {
+                format!(
+                    "split-K ({slices} slices) cannot be combined with a batch of {} GEMMs; use 1 slice, or one GEMM",
+                    problem.batch_count
+                )
+            });
+            want(slices <= 65535, &|| {
+                format!("{slices} split-K slices exceed 65535, the grid z limit the slices are launched in")
+            });
+            // Serial split-K keeps the running sum in D between slices: an 8-bit integer D would
+            // clamp partial sums.
+            want(
+                !(self.split_k == SplitK::Serial && self.element_c == DType::S8),
+                &|| {
+                    "serial split-K would clamp the running sum to s8 between slices; use a kernel with                  `split_k: parallel` (partial sums in s32) or 1 slice"
+                    .to_string()
+                },
+            );
+        }
+        if self.split_k == SplitK::Parallel {
+            want(problem.batch_count == 1 && !problem.pointer_arrays, &|| {
+                format!(
+                    "a parallel split-K kernel reduces one GEMM, not a batch of {}; use a kernel without                      `split_k: parallel` for batches",
+                    problem.batch_count
+                )
+            });
+        }
+    }
+
+    /// Array mode (operands given by device arrays of pointers) needs a CUTLASS 2.x kernel.
+    fn array_rules(&self, problem: &GemmProblem, want: &mut impl FnMut(bool, &dyn Fn() -> String)) {
+        if problem.pointer_arrays {
+            want(self.api == Api::Cutlass2x, &|| {
+                "array mode (pointer arrays) needs a CUTLASS 2.x kernel (arch 80); this binary's 3.x kernels                  take strided batches only"
+                    .to_string()
+            });
         }
     }
 }

@@ -2,7 +2,7 @@
 //! measure and tolerances the test suite, the examples and the profiler share.
 
 use crate::matrix::MatrixShape;
-use crate::model::{DType, Layout, OpClass};
+use crate::model::{DType, Layout, MathOp, OpClass};
 use crate::registry::KernelInfo;
 use crate::types::{F8E4M3, F8E5M2};
 
@@ -204,7 +204,9 @@ pub fn relative_error(out: &[f64], reference: &[f64]) -> f64 {
 ///
 /// Math term, by operation class, A's type and the accumulator:
 /// * f16 accumulation: 1e-2.
-/// * f32 on tensor cores (TF32, 10-bit mantissa operands): 5e-3.
+/// * f32 on tensor cores (TF32, 10-bit mantissa operands): 5e-3; the same for fast f16 (operands
+///   rounded to f16), 1e-2 for fast bf16 (8-bit mantissa), 2e-5 for 3xTF32 (big and small TF32
+///   parts, three MMAs: f32 accuracy, 250 times tighter than TF32's bound).
 /// * fp8 on tensor cores: 2e-3. Products of fp8 values are exact, but Hopper's fp8 tensor cores sum
 ///   them at reduced precision before the f32 accumulator sees them: fp8 GEMMs with f32 output on
 ///   an H200 (cuBLASLt, inputs in [-1, 1]) erred by 8.5e-5 with periodic promotion to f32 (what
@@ -223,7 +225,11 @@ pub fn tolerance(info: &KernelInfo) -> f64 {
     };
     let math = match (info.opclass, info.element_a, info.element_accumulator) {
         (_, _, DType::F16) => 1e-2,
-        (OpClass::TensorOp, DType::F32, _) => 5e-3, // TF32: 10-bit mantissa operands
+        (OpClass::TensorOp, DType::F32, _) => match info.math {
+            MathOp::MultiplyAddFastF32 => 2e-5,  // 3xTF32: f32 accuracy
+            MathOp::MultiplyAddFastBf16 => 1e-2, // operands rounded to bf16's 8-bit mantissa
+            _ => 5e-3,                           // TF32 and fast f16: 10-bit mantissa operands
+        },
         (OpClass::TensorOp, DType::E4m3 | DType::E5m2, _) => 2e-3,
         _ => 0.0,
     };

@@ -8,8 +8,9 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream, DevicePtr};
+use cutlass_aot::array::{ArrayOperand, ArrayOperands};
 use cutlass_aot::kernels::{self, REGISTRY};
-use cutlass_aot::model::{DType, Layout};
+use cutlass_aot::model::{Api, DType, Layout, SplitK};
 use cutlass_aot::verify::{self, HostMatrix};
 use cutlass_aot::{device, Gemm, GemmOperands, KernelInfo, MatrixMut, MatrixRef, MatrixShape, Operand};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -28,6 +29,8 @@ struct Case {
     pad: usize,
     /// B is one matrix broadcast to every batch.
     broadcast_b: bool,
+    /// K split into this many slices (the kernel's split-K mode).
+    split_k: usize,
 }
 
 const CASES: &[Case] = &[
@@ -42,6 +45,7 @@ const CASES: &[Case] = &[
         beta: 0.0,
         pad: 0,
         broadcast_b: false,
+        split_k: 1,
     },
     Case {
         name: "ragged_padded_beta",
@@ -54,6 +58,7 @@ const CASES: &[Case] = &[
         beta: -0.75,
         pad: 1,
         broadcast_b: false,
+        split_k: 1,
     },
     Case {
         name: "batched_beta",
@@ -66,6 +71,7 @@ const CASES: &[Case] = &[
         beta: 0.5,
         pad: 0,
         broadcast_b: false,
+        split_k: 1,
     },
     Case {
         name: "batched_broadcast_b",
@@ -78,6 +84,7 @@ const CASES: &[Case] = &[
         beta: 0.0,
         pad: 2,
         broadcast_b: true,
+        split_k: 1,
     },
     // Few output tiles and a long K: stream-K kernels split K across CTAs and reduce through
     // their workspace (which the runtime must clear before every launch).
@@ -92,6 +99,7 @@ const CASES: &[Case] = &[
         beta: 0.5,
         pad: 0,
         broadcast_b: false,
+        split_k: 1,
     },
     Case {
         name: "square_512",
@@ -104,6 +112,37 @@ const CASES: &[Case] = &[
         beta: 1.0,
         pad: 0,
         broadcast_b: false,
+        split_k: 1,
+    },
+];
+
+/// Split-K cases, for every kernel that can split K: ragged with C, and many thin slices.
+const SPLIT_K_CASES: &[Case] = &[
+    Case {
+        name: "split_k_4_ragged_beta",
+        m: 520,
+        n: 264,
+        k: 3000,
+        batch: 1,
+        with_c: true,
+        alpha: 1.5,
+        beta: -0.75,
+        pad: 1,
+        broadcast_b: false,
+        split_k: 4,
+    },
+    Case {
+        name: "split_k_16",
+        m: 256,
+        n: 136,
+        k: 2048,
+        batch: 1,
+        with_c: false,
+        alpha: 1.0,
+        beta: 0.0,
+        pad: 0,
+        broadcast_b: false,
+        split_k: 16,
     },
 ];
 
@@ -237,25 +276,52 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
     let dc = c
         .map(|c| DeviceMatrix::upload(&stream, c, info.element_c))
         .transpose()?;
-    let dd = DeviceMatrix::upload(&stream, d, info.element_c)?;
-    let operands = GemmOperands {
-        a: da.operand(&stream),
-        b: db.operand(&stream),
-        c: dc.as_ref().map(|c| c.operand(&stream)),
-        d: dd.operand(&stream),
-        alpha,
-        beta,
+    let poisoned = d.clone();
+    let mut dd = DeviceMatrix::upload(&stream, d, info.element_c)?;
+    // A kernel with a workspace (semaphores, partial sums, stream-K) runs twice on the same
+    // workspace, D poisoned again in between: the second launch must be right too.
+    let rounds = if info.may_need_workspace(case.split_k) {
+        2
+    } else {
+        1
     };
-    // SAFETY: every operand is a live buffer of the kernel's element type and the stated length.
-    unsafe { cutlass_aot::gemm::launch_raw(info, &stream, &operands) }.map_err(|e| format!("launch: {e}"))?;
-    stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
-    let out = verify::decode(
-        info.element_c,
-        &stream
-            .clone_dtoh(&dd.buffer)
-            .map_err(|e| format!("download: {e}"))?,
-    );
+    for round in 0..rounds {
+        if round > 0 {
+            dd = DeviceMatrix::upload(&stream, poisoned.clone(), info.element_c)?;
+        }
+        let operands = GemmOperands {
+            a: da.operand(&stream),
+            b: db.operand(&stream),
+            c: dc.as_ref().map(|c| c.operand(&stream)),
+            d: dd.operand(&stream),
+            alpha,
+            beta,
+            split_k_slices: case.split_k,
+        };
+        // SAFETY: every operand is a live buffer of the kernel's element type and the stated length.
+        unsafe { cutlass_aot::gemm::launch_raw(info, &stream, &operands) }
+            .map_err(|e| format!("launch: {e}"))?;
+        stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
+        let out = verify::decode(
+            info.element_c,
+            &stream
+                .clone_dtoh(&dd.buffer)
+                .map_err(|e| format!("download: {e}"))?,
+        );
+        check_output(info, case, &expected, &out, (m, n, k))
+            .map_err(|e| format!("launch {}: {e}", round + 1))?;
+    }
+    Ok(())
+}
 
+/// Compares D's elements with the reference; every other element must still be the poison.
+fn check_output(
+    info: &KernelInfo,
+    case: Case,
+    expected: &HostMatrix,
+    out: &[f64],
+    (m, n, k): (usize, usize, usize),
+) -> Result<(), String> {
     // Compare the matrix elements; every other element must still be the NaN poison.
     let shape = expected.shape;
     let mut inside = vec![false; out.len()];
@@ -271,16 +337,18 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
         }
     }
     if let Some(at) = (0..out.len()).find(|&i| !inside[i] && !is_poison(info.element_c, out[i])) {
-        return Err(format!("element {at} outside D's matrices was overwritten ({})", out[at]).into());
+        return Err(format!(
+            "element {at} outside D's matrices was overwritten ({})",
+            out[at]
+        ));
     }
     let error = verify::relative_error(&got, &want);
     let tolerance = verify::tolerance(info);
     if error.is_nan() || error > tolerance {
         return Err(format!(
-            "{m}x{n}x{k} batch {}: relative error {error:.3e} exceeds {tolerance:.1e}",
-            case.batch
-        )
-        .into());
+            "{m}x{n}x{k} batch {} split-K {}: relative error {error:.3e} exceeds {tolerance:.1e}",
+            case.batch, case.split_k
+        ));
     }
     Ok(())
 }
@@ -454,6 +522,7 @@ fn transposed_small_m(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Resu
         d: dd.operand(&stream),
         alpha,
         beta,
+        split_k_slices: 1,
     };
     let transposed = cutlass_aot::dispatch::transposed_operands(&operands);
     // SAFETY: live buffers of the kernel's element types (A of the problem is the kernel's B).
@@ -521,6 +590,270 @@ fn typed_rejections(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Array mode: `count` GEMMs whose matrices are separate allocations, handed to the kernel as
+/// device arrays of pointers, with C and beta; each D is checked against the reference.
+fn array_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), Failed> {
+    let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
+    let align = [info.alignment_a, info.alignment_b, info.alignment_c]
+        .into_iter()
+        .max()
+        .unwrap() as usize;
+    let (m, n, k) = (round_up(133, align), round_up(77, align), round_up(300, align));
+    let count = 3;
+    let (alpha, beta) = if info.element_epilogue.is_integer() {
+        (2.0, -1.0)
+    } else {
+        (1.5, -0.75)
+    };
+    let case = Case {
+        name: "array",
+        m,
+        n,
+        k,
+        batch: 1,
+        with_c: true,
+        alpha,
+        beta,
+        pad: 1,
+        broadcast_b: false,
+        split_k: 1,
+    };
+    let seed = info.name.len() as u64 * 31;
+    let (mut a, mut b, mut c, mut d, mut expected) = (vec![], vec![], vec![], vec![], vec![]);
+    for i in 0..count as u64 {
+        let ha = host_matrix(
+            (info.element_a, info.layout_a, info.alignment_a),
+            (m, k, 1),
+            1,
+            Some(seed + 3 * i),
+        );
+        let hb = host_matrix(
+            (info.element_b, info.layout_b, info.alignment_b),
+            (k, n, 1),
+            1,
+            Some(seed + 3 * i + 1),
+        );
+        let hc = host_matrix(
+            (info.element_c, info.layout_c, info.alignment_c),
+            (m, n, 1),
+            1,
+            Some(seed + 3 * i + 2),
+        );
+        let hd = host_matrix(
+            (info.element_c, info.layout_c, info.alignment_c),
+            (m, n, 1),
+            1,
+            None,
+        );
+        let mut want = hd.clone();
+        verify::reference_gemm(&ha, &hb, Some(&hc), &mut want, alpha, beta);
+        expected.push(want);
+        a.push(DeviceMatrix::upload(&stream, ha, info.element_a)?);
+        b.push(DeviceMatrix::upload(&stream, hb, info.element_b)?);
+        c.push(DeviceMatrix::upload(&stream, hc, info.element_c)?);
+        d.push(DeviceMatrix::upload(&stream, hd, info.element_c)?);
+    }
+    let addresses =
+        |ms: &[DeviceMatrix]| -> Vec<u64> { ms.iter().map(|m| m.operand(&stream).address).collect() };
+    let (pa, pb, pc, pd) = (addresses(&a), addresses(&b), addresses(&c), addresses(&d));
+    let upload = |p: &Vec<u64>| stream.clone_htod(p).map_err(|e| format!("upload: {e}"));
+    let (ua, ub, uc, ud) = (upload(&pa)?, upload(&pb)?, upload(&pc)?, upload(&pd)?);
+    let operand = |pointers: &cudarc::driver::CudaSlice<u64>, shape: MatrixShape| ArrayOperand {
+        pointers: pointers.device_ptr(&stream).0,
+        count,
+        shape,
+        addresses: None,
+    };
+    let ops = ArrayOperands {
+        batch_count: count,
+        a: ArrayOperand {
+            addresses: Some(&pa),
+            ..operand(&ua, a[0].host.shape)
+        },
+        b: ArrayOperand {
+            addresses: Some(&pb),
+            ..operand(&ub, b[0].host.shape)
+        },
+        c: Some(ArrayOperand {
+            addresses: Some(&pc),
+            ..operand(&uc, c[0].host.shape)
+        }),
+        d: ArrayOperand {
+            addresses: Some(&pd),
+            ..operand(&ud, d[0].host.shape)
+        },
+        alpha,
+        beta,
+    };
+    // SAFETY: every pointer is a live buffer of the kernel's element types and the stated shape.
+    unsafe { cutlass_aot::array::launch_array_raw(info, &stream, &ops) }
+        .map_err(|e| format!("launch: {e}"))?;
+    stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
+    for (i, (dm, want)) in d.iter().zip(&expected).enumerate() {
+        let out = verify::decode(
+            info.element_c,
+            &stream
+                .clone_dtoh(&dm.buffer)
+                .map_err(|e| format!("download: {e}"))?,
+        );
+        check_output(info, case, want, &out, (m, n, k)).map_err(|e| format!("GEMM {i} of the array: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The typed array API: four f16 GEMMs through `PointerArray`s and `run_array`, with C.
+fn typed_array_f16(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use cutlass_aot::{ArrayGemm, PointerArray, PointerArrayMut};
+    use half::f16;
+    let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+    let (m, n, k, count) = (136, 200, 72, 4);
+    let to_f16 = |v: &[f64]| v.iter().map(|&x| f16::from_f64(x)).collect::<Vec<_>>();
+    let hosts: Vec<_> = (0..count as u64)
+        .map(|i| {
+            (
+                verify::random_values(DType::F16, m * k, 40 + i),
+                verify::random_values(DType::F16, k * n, 50 + i),
+                verify::random_values(DType::F16, m * n, 60 + i),
+            )
+        })
+        .collect();
+    let up = |v: &[f64]| stream.clone_htod(&to_f16(v)).map_err(|e| e.to_string());
+    let mut a = vec![];
+    let mut b = vec![];
+    let mut c = vec![];
+    let mut d = vec![];
+    for (ha, hb, hc) in &hosts {
+        a.push(up(ha)?);
+        b.push(up(hb)?);
+        c.push(up(hc)?);
+        d.push(
+            stream
+                .clone_htod(&vec![f16::NAN; m * n])
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let pa = PointerArray::new(&stream, a.iter().map(|x| MatrixRef::new(x, m, k)).collect())?;
+    let pb = PointerArray::new(&stream, b.iter().map(|x| MatrixRef::new(x, k, n)).collect())?;
+    let pc = PointerArray::new(&stream, c.iter().map(|x| MatrixRef::new(x, m, n)).collect())?;
+    let mut pd = PointerArrayMut::new(&stream, d.iter_mut().map(|x| MatrixMut::new(x, m, n)).collect())?;
+    kernels::gemm_f16_tn::run_array(&stream, ArrayGemm::new(&pa, &pb, &mut pd, 1.0).with_c(&pc, 0.5))?;
+    drop(pd);
+    for (i, (ha, hb, hc)) in hosts.iter().enumerate() {
+        let out: Vec<f64> = stream
+            .clone_dtoh(&d[i])
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|x| x.to_f64())
+            .collect();
+        let want: Vec<f64> = tn_reference(ha, hb, (m, n, k))
+            .iter()
+            .zip(hc)
+            .map(|(ab, c)| f16::from_f64(ab + 0.5 * c).to_f64())
+            .collect();
+        let error = verify::relative_error(&out, &want);
+        if error > 2e-3 {
+            return Err(format!("GEMM {i}: relative error {error:.3e}").into());
+        }
+    }
+    Ok(())
+}
+
+/// Refused split-K and array launches return an error and leave D untouched.
+fn mode_rejections(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use cutlass_aot::{ArrayGemm, PointerArray, PointerArrayMut};
+    use half::f16;
+    let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+    let (m, n, k) = (128, 128, 256);
+    let a = stream.alloc_zeros::<f16>(2 * m * k).map_err(|e| e.to_string())?;
+    let b = stream.alloc_zeros::<f16>(2 * k * n).map_err(|e| e.to_string())?;
+    let mut d = stream
+        .clone_htod(&vec![f16::NAN; 2 * m * n])
+        .map_err(|e| e.to_string())?;
+    let expect = |result: Result<(), cutlass_aot::Error>, needle: &str| match result {
+        Err(e) if e.to_string().contains(needle) => Ok(()),
+        other => Err(Failed::from(format!(
+            "expected an error containing {needle:?}, got {other:?}"
+        ))),
+    };
+    expect(
+        kernels::gemm_f16_tn_128x128_splitk_serial::run(
+            &stream,
+            Gemm::new(
+                MatrixRef::new(&a, m, k),
+                MatrixRef::new(&b, k, n),
+                MatrixMut::new(&mut d, m, n),
+                1.0,
+            )
+            .split_k(5),
+        ),
+        "5 split-K slices exceed K's 4 tile(s)",
+    )?;
+    let batched = Gemm::new(
+        MatrixRef::new(&a, m, k).batched(2, m * k),
+        MatrixRef::new(&b, k, n).batched(2, k * n),
+        MatrixMut::new(&mut d, m, n).batched(2, m * n),
+        1.0,
+    );
+    expect(
+        kernels::gemm_f16_tn_128x128_splitk_parallel::run(&stream, batched),
+        "a parallel split-K kernel reduces one GEMM",
+    )?;
+    let batched_split = Gemm::new(
+        MatrixRef::new(&a, m, k).batched(2, m * k),
+        MatrixRef::new(&b, k, n).batched(2, k * n),
+        MatrixMut::new(&mut d, m, n).batched(2, m * n),
+        1.0,
+    )
+    .split_k(2);
+    expect(
+        kernels::gemm_f16_tn::run(&stream, batched_split),
+        "cannot be combined with a batch",
+    )?;
+    if device::props(ctx)?.compute_capability == 90 {
+        expect(
+            kernels::f16_sm90_128x128x64_2x1x1_cooperative::run(
+                &stream,
+                Gemm::new(
+                    MatrixRef::new(&a, m, k),
+                    MatrixRef::new(&b, k, n),
+                    MatrixMut::new(&mut d, m, n),
+                    1.0,
+                )
+                .split_k(2),
+            ),
+            "this kernel cannot split K",
+        )?;
+    }
+    // Pointer arrays: one shape per array, distinct outputs, equal counts.
+    let mixed = PointerArray::<f16, cutlass_aot::RowMajor>::new(
+        &stream,
+        vec![MatrixRef::new(&a, m, k), MatrixRef::new(&a, m, k / 2)],
+    );
+    match mixed {
+        Err(e)
+            if e.to_string()
+                .contains("every matrix of an array GEMM has one shape") => {}
+        other => return Err(format!("mixed shapes: {:?}", other.err()).into()),
+    }
+    let pa = PointerArray::new(&stream, vec![MatrixRef::new(&a, m, k), MatrixRef::new(&a, m, k)])?;
+    let pb = PointerArray::new(&stream, vec![MatrixRef::new(&b, k, n)])?;
+    let mut pd = PointerArrayMut::new(&stream, vec![MatrixMut::new(&mut d, m, n)])?;
+    expect(
+        kernels::gemm_f16_tn::run_array(&stream, ArrayGemm::new(&pa, &pb, &mut pd, 1.0)),
+        "A has 2 matrices but D has 1",
+    )?;
+    drop(pd);
+    let untouched = stream
+        .clone_dtoh(&d)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .all(|x| x.is_nan());
+    if !untouched {
+        return Err("a refused call wrote to D".into());
+    }
+    Ok(())
+}
+
 /// A GPU test body, run only when a device exists.
 type GpuTest = Box<dyn FnOnce(&Arc<CudaContext>) -> Result<(), Failed> + Send>;
 
@@ -537,12 +870,33 @@ fn main() {
     };
     for info in REGISTRY.all() {
         for &case in CASES {
+            // Parallel split-K kernels reduce one GEMM; their refusal of batches is tested below.
+            if info.split_k == SplitK::Parallel && case.batch > 1 {
+                continue;
+            }
             add(
                 format!("{}::{}", info.rust_name, case.name),
                 Box::new(move |ctx| run_case(ctx, info, case)),
             );
         }
+        // Serial split-K into s8 is refused (it would clamp running sums): see modes.rs.
+        let splits =
+            info.split_k != SplitK::None && !(info.split_k == SplitK::Serial && info.element_c == DType::S8);
+        for &case in SPLIT_K_CASES.iter().filter(|_| splits) {
+            add(
+                format!("{}::{}", info.rust_name, case.name),
+                Box::new(move |ctx| run_case(ctx, info, case)),
+            );
+        }
+        if info.api == Api::Cutlass2x && info.split_k != SplitK::Parallel {
+            add(
+                format!("{}::array_ragged_beta", info.rust_name),
+                Box::new(move |ctx| array_case(ctx, info)),
+            );
+        }
     }
+    add("typed::array_f16_tn".into(), Box::new(typed_array_f16));
+    add("modes::refusals_launch_nothing".into(), Box::new(mode_rejections));
     add(
         "typed::gemm_f16_tn_matches_reference".into(),
         Box::new(typed_f16_tn),

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use cutlass_aot::abi::cutlass_aot_gemm_mode;
 use cutlass_aot::device::{self, DeviceProps};
 use cutlass_aot::gemm::{plan, PARAMS_CAPACITY};
-use cutlass_aot::model::{Api, DType, Layout, OpClass, Shape3, Swizzle};
+use cutlass_aot::model::{Api, DType, Layout, MathOp, OpClass, Shape3, Swizzle};
 use cutlass_aot::verify::{self, HostMatrix};
 use cutlass_aot::{
     kernels, Error, GemmKernel, GemmOperands, GemmProblem, KernelInfo, MatrixShape, Operand, Prepared,
@@ -39,6 +39,21 @@ const MANIFEST_ORDER_2X: [&str; 13] = [
     "gemm_tf32_tn",
     "gemm_f64_tt",
     "gemm_f32_simt_tt",
+];
+
+/// The 2.x kernels at the end of the manifest: 3xTF32, fast f16/bf16, int8, split-K, horizontal.
+const MANIFEST_ORDER_MODES: [&str; 11] = [
+    "gemm_f32_3xtf32_tt",
+    "gemm_f32_3xtf32_tn",
+    "gemm_f32_3xtf32_nnn",
+    "gemm_f32_multiply_add_fast_f16_tn",
+    "gemm_f32_multiply_add_fast_bf16_tn",
+    "gemm_s8_tn_s8",
+    "gemm_s8_tn_s32",
+    "gemm_s8_tn_f32",
+    "gemm_f16_tn_128x128_splitk_serial",
+    "gemm_f16_tn_128x128_splitk_parallel",
+    "gemm_f16_tn_horizontal",
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -157,8 +172,10 @@ fn threads(info: &KernelInfo) -> u32 {
 fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
     let all = kernels::REGISTRY.all();
     // The 13 arch-80 kernels first, in manifest order; the arch-90 (CUTLASS 3.x) ones after them
-    // (their list is checked in runtime_3x.rs).
+    // (their list is checked in runtime_3x.rs); then the 2.x kernels of every mode and number
+    // format (checked in modes.rs).
     assert!(all.len() > 13, "the manifest also has CUTLASS 3.x kernels");
+    let first_modes = all.len() - MANIFEST_ORDER_MODES.len();
     let prefix: Vec<_> = kernels_2x().iter().map(|k| k.rust_name).collect();
     assert_eq!(
         prefix.iter().copied().collect::<HashSet<_>>(),
@@ -167,8 +184,13 @@ fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
     );
     assert!(kernels_2x().iter().all(|k| k.api == Api::Cutlass2x));
     assert!(
-        all[13..].iter().all(|k| k.api == Api::Cutlass3x),
+        all[13..first_modes].iter().all(|k| k.api == Api::Cutlass3x),
         "2.x kernels come first"
+    );
+    let modes: Vec<_> = all[first_modes..].iter().map(|k| k.rust_name).collect();
+    assert_eq!(
+        modes, MANIFEST_ORDER_MODES,
+        "the last kernels are the 2.x modes, in manifest order"
     );
     // Names are unique across the whole registry.
     let rust_names: Vec<_> = all.iter().map(|k| k.rust_name).collect();
@@ -228,22 +250,27 @@ fn registry_filter_by_metadata() {
             "gemm_f16_tn",
             "gemm_f16_nt",
             "gemm_f16_nn",
-            "gemm_f16_tn_batched"
+            "gemm_f16_tn_batched",
+            "gemm_f16_tn_128x128_splitk_serial",
+            "gemm_f16_tn_128x128_splitk_parallel",
+            "gemm_f16_tn_horizontal"
         ]
     );
     assert_eq!(names(&|k| k.element_a == DType::F64), ["gemm_f64_tt"]);
     assert_eq!(names(&|k| k.opclass == OpClass::Simt), ["gemm_f32_simt_tt"]);
     assert_eq!(names(&|k| k.swizzle == Swizzle::Batched), ["gemm_f16_tn_batched"]);
     assert_eq!(
-        names(&|k| k.element_a == DType::F32 && k.opclass == OpClass::TensorOp),
+        names(&|k| k.element_a == DType::F32
+            && k.opclass == OpClass::TensorOp
+            && k.math == MathOp::MultiplyAdd),
         ["gemm_tf32_tt", "gemm_tf32_tn"]
     );
-    assert_eq!(names(&|k| k.layout_c == Layout::Column), Vec::<&str>::new());
-    assert_eq!(names(&|_| true).len(), 13);
-    // In the whole registry only the transposed small-M Hopper kernels have a column-major C.
+    assert_eq!(names(&|k| k.layout_c == Layout::Column), ["gemm_f32_3xtf32_nnn"]);
+    assert_eq!(names(&|_| true).len(), 13 + MANIFEST_ORDER_MODES.len());
+    // Besides it, only the transposed small-M Hopper kernels have a column-major C.
     assert!(kernels::REGISTRY
-        .filter(|k| k.layout_c == Layout::Column)
-        .all(|k| k.api == Api::Cutlass3x && k.rust_name.ends_with("_streamk_tnn")));
+        .filter(|k| k.layout_c == Layout::Column && k.api == Api::Cutlass3x)
+        .all(|k| k.rust_name.ends_with("_streamk_tnn")));
 }
 
 #[test]
@@ -259,8 +286,18 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
         .get_kernels(&problem, |_| true)
         .map(|k| k.rust_name)
         .collect();
-    // The batched kernel is also f16 row × column → row with alignment 8: it runs it too.
-    assert_eq!(found, HashSet::from(["gemm_f16_tn", "gemm_f16_tn_batched"]));
+    // The batched, split-K and horizontal kernels are also f16 row × column → row with alignment
+    // 8: they run it too.
+    assert_eq!(
+        found,
+        HashSet::from([
+            "gemm_f16_tn",
+            "gemm_f16_tn_batched",
+            "gemm_f16_tn_128x128_splitk_serial",
+            "gemm_f16_tn_128x128_splitk_parallel",
+            "gemm_f16_tn_horizontal"
+        ])
+    );
     // On an H100 (9.0) the f16 CUTLASS 3.x kernels (all row × column → row, alignment 8) join
     // them.
     let hopper = problem.clone().on_compute_capability(90);
@@ -282,20 +319,27 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
         kernels::REGISTRY
             .get_kernels(&hopper, |k| k.api == Api::Cutlass2x)
             .count(),
-        2
+        found.len()
     );
 
     // The metadata predicate narrows the set.
     let identity: Vec<_> = kernels::REGISTRY
-        .get_kernels(&problem, |k| k.swizzle != Swizzle::Batched)
+        .get_kernels(&problem, |k| k.swizzle == Swizzle::Identity8)
         .map(|k| k.rust_name)
         .collect();
-    assert_eq!(identity, ["gemm_f16_tn"]);
+    assert_eq!(
+        identity,
+        [
+            "gemm_f16_tn",
+            "gemm_f16_tn_128x128_splitk_serial",
+            "gemm_f16_tn_128x128_splitk_parallel"
+        ]
+    );
     let big_tiles: Vec<_> = kernels::REGISTRY
-        .get_kernels(&problem, |k| k.tile.m >= 128)
+        .get_kernels(&problem, |k| k.tile.n >= 256)
         .map(|k| k.rust_name)
         .collect();
-    assert_eq!(big_tiles, ["gemm_f16_tn"]);
+    assert_eq!(big_tiles, ["gemm_f16_tn", "gemm_f16_tn_horizontal"]);
 
     // On a Turing device (7.5) nothing runs it.
     let turing = problem.clone().on_compute_capability(75);
@@ -323,7 +367,7 @@ fn get_kernels_f64_and_f32_problems() {
         .collect();
     assert_eq!(found, ["gemm_f64_tt"]);
 
-    // f32 row × row → row with aligned extents: the TF32 kernel and the SIMT kernel.
+    // f32 row × row → row with aligned extents: the TF32 kernel, the SIMT kernel and 3xTF32.
     let f32_problem = GemmProblem::new(
         (256, 256, 256),
         (DType::F32, DType::F32, DType::F32),
@@ -333,7 +377,7 @@ fn get_kernels_f64_and_f32_problems() {
         .get_kernels(&f32_problem, |_| true)
         .map(|k| k.rust_name)
         .collect();
-    assert_eq!(found, ["gemm_tf32_tt", "gemm_f32_simt_tt"]);
+    assert_eq!(found, ["gemm_tf32_tt", "gemm_f32_simt_tt", "gemm_f32_3xtf32_tt"]);
     // n = 255 is not a multiple of TF32's alignment 4: only SIMT (alignment 1) remains.
     let odd = GemmProblem {
         n: 255,

@@ -34,6 +34,9 @@ const ADDR_WORKSPACE: u64 = 0x7f40_0000_0000;
 /// Number of CUTLASS 2.x kernels at the start of the manifest (arch 80 entries).
 const COUNT_2X: usize = 13;
 
+/// Number of CUTLASS 2.x kernels after the 3.x ones (the modes and number formats of issue 4).
+const COUNT_2X_MODES: usize = 11;
+
 /// The arch-90 kernels of `kernel_manifest.yaml`, in manifest order: a family expands in field
 /// order (`a`, then `tile`, then `cluster`), and the families follow one another.
 const MANIFEST_ORDER_3X: [&str; 23] = [
@@ -141,7 +144,7 @@ fn spec(rust_name: &str) -> Spec {
 // ---------------------------------------------------------------------------------------------
 
 fn kernels_3x() -> &'static [&'static KernelInfo] {
-    &kernels::REGISTRY.all()[COUNT_2X..]
+    &kernels::REGISTRY.all()[COUNT_2X..COUNT_2X + MANIFEST_ORDER_3X.len()]
 }
 
 fn with_c(mut ops: GemmOperands, layout: Layout, beta: f64) -> GemmOperands {
@@ -426,8 +429,11 @@ fn fake_descriptor(address: u64) -> Vec<u8> {
 #[test]
 fn registry_lists_the_3x_kernels_after_the_2x_ones_in_manifest_order() {
     let all = kernels::REGISTRY.all();
-    assert_eq!(all.len(), COUNT_2X + MANIFEST_ORDER_3X.len());
+    assert_eq!(all.len(), COUNT_2X + MANIFEST_ORDER_3X.len() + COUNT_2X_MODES);
     assert!(all[..COUNT_2X].iter().all(|k| k.api == Api::Cutlass2x));
+    assert!(all[COUNT_2X + MANIFEST_ORDER_3X.len()..]
+        .iter()
+        .all(|k| k.api == Api::Cutlass2x));
     let names: Vec<&str> = kernels_3x().iter().map(|k| k.rust_name).collect();
     let set: HashSet<&str> = names.iter().copied().collect();
     assert_eq!(
@@ -487,7 +493,7 @@ fn registry_3x_metadata_follows_the_manifest() {
         assert_eq!(k.epilogue_schedule, EpilogueSchedule::Tma, "{what}");
         assert_eq!(k.tile_scheduler, s.tile_scheduler, "{what}");
         assert_eq!(
-            k.may_need_workspace(),
+            k.may_need_workspace(1),
             s.tile_scheduler == TileScheduler::StreamK,
             "{what}"
         );
@@ -614,7 +620,7 @@ fn registry_filters_3x_kernels_by_schedule_and_cluster() {
             "{}",
             k.rust_name
         );
-        assert!(!k.may_need_workspace());
+        assert!(!k.may_need_workspace(1));
     }
 }
 
@@ -989,7 +995,7 @@ fn prepare_3x_runs_cutlass_can_implement() {
 #[test]
 fn stream_k_needs_a_workspace_and_records_its_fills() {
     let info = kernel("bf16_sm90_128x128x64_streamk");
-    assert!(info.may_need_workspace());
+    assert!(info.may_need_workspace(1));
     // 1 × 8 output tiles of 128 K-iterations each on 132 SMs: CUTLASS splits them along K.
     let args = args_for(info, 128, 1024, 8192);
 
@@ -1203,6 +1209,7 @@ fn small_m_problems_run_transposed_on_narrow_n_tiles() {
         d: operand(MatrixShape::packed(16, 4096, Layout::Row), Layout::Row, ADDR_D),
         alpha: 2.0,
         beta: 0.0,
+        split_k_slices: 1,
     };
     let tops = dispatch::transposed_operands(&ops);
     assert_eq!(
@@ -1507,6 +1514,7 @@ fn problem_of_reads_extents_from_a_and_b_and_the_batch_from_d() {
         d,
         alpha: 1.0,
         beta: 0.0,
+        split_k_slices: 1,
     };
     let p = dispatch::problem_of(signature, &ops, 90);
     assert_eq!((p.m, p.n, p.k, p.batch_count), (m, n, k, 3));
@@ -1548,6 +1556,7 @@ fn problem_of_reads_extents_from_a_and_b_and_the_batch_from_d() {
     let ops = GemmOperands {
         c: Some(c),
         beta: 1.0,
+        split_k_slices: 1,
         ..ops
     };
     let p = dispatch::problem_of(signature, &ops, 80);

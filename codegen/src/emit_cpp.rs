@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::{Api, GemmKernel, OpClass, Shape3};
+use crate::model::{Api, Epilogue, GemmKernel, OpClass, Shape3, SplitK};
 
 /// One generated translation unit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,6 +102,49 @@ fn kernel_source(k: &GemmKernel) -> String {
     let arch = match k.opclass {
         OpClass::TensorOp | OpClass::Simt => "cutlass::arch::Sm80",
     };
+    let parallel = k.split_k == SplitK::Parallel;
+    // A parallel split-K GEMM writes unscaled partial sums in the accumulator type, in vectors of
+    // at most 128 bits; the reduction then applies the kernel's own epilogue.
+    let partial_count = k.alignment_c.min(k.element_accumulator.max_alignment());
+    let (gemm_c, gemm_epilogue) = if parallel {
+        let acc = k.element_accumulator.cutlass_type();
+        (
+            acc,
+            format!(
+                "{}<{acc}, {partial_count}, {acc}, {acc}>",
+                Epilogue::LinearCombination.cutlass_template()
+            ),
+        )
+    } else {
+        (
+            k.element_c.cutlass_type(),
+            format!(
+                "{}<{}, {}, {}, {}>",
+                k.epilogue.cutlass_template(),
+                k.element_c.cutlass_type(),
+                k.alignment_c,
+                k.element_accumulator.cutlass_type(),
+                k.element_epilogue.cutlass_type()
+            ),
+        )
+    };
+    let entry = if parallel {
+        format!(
+            "using {name}_reduction = cutlass::reduction::kernel::ReduceSplitK<\n    \
+             cutlass::MatrixShape<4, {columns}>,\n    \
+             {epilogue}<{ec}, {partial_count}, {eacc}, {eepi}>,\n    \
+             cutlass::reduction::thread::ReduceAdd<{eacc}, {eacc}, {partial_count}>>;\n\
+             CUTLASS_AOT_GEMM_2X_SPLIT_K_PARALLEL({name}, {name}_gemm, {name}_reduction)\n",
+            name = k.name,
+            columns = 32 * partial_count,
+            epilogue = k.epilogue.cutlass_template(),
+            ec = k.element_c.cutlass_type(),
+            eacc = k.element_accumulator.cutlass_type(),
+            eepi = k.element_epilogue.cutlass_type(),
+        )
+    } else {
+        format!("CUTLASS_AOT_GEMM_2X({name}, {name}_gemm)\n", name = k.name)
+    };
     format!(
         "// {origin}\n\
          using {name}_gemm = cutlass::gemm::device::GemmUniversal<\n    \
@@ -112,27 +155,25 @@ fn kernel_source(k: &GemmKernel) -> String {
          {tile},\n    \
          {warp},\n    \
          {inst},\n    \
-         {epilogue}<{ec}, {align_c}, {eacc}, {eepi}>,\n    \
+         {epilogue},\n    \
          {swizzle},\n    \
          {stages}, {align_a}, {align_b}, {math}>;\n\
-         CUTLASS_AOT_GEMM_2X({name}, {name}_gemm)\n",
+         {entry}",
         origin = k.origin,
         name = k.name,
         ea = k.element_a.cutlass_type(),
         la = k.layout_a.cutlass_type(),
         eb = k.element_b.cutlass_type(),
         lb = k.layout_b.cutlass_type(),
-        ec = k.element_c.cutlass_type(),
+        ec = gemm_c,
         lc = k.layout_c.cutlass_type(),
         eacc = k.element_accumulator.cutlass_type(),
-        eepi = k.element_epilogue.cutlass_type(),
         opclass = k.opclass.cutlass_type(),
         arch = arch,
         tile = shape("GemmShape", k.tile),
         warp = shape("GemmShape", k.warp_tile()),
         inst = shape("GemmShape", k.instruction),
-        epilogue = k.epilogue.cutlass_template(),
-        align_c = k.alignment_c,
+        epilogue = gemm_epilogue,
         swizzle = k.swizzle.cutlass_type(),
         stages = k.stages,
         align_a = k.alignment_a,

@@ -9,7 +9,7 @@ use std::path::Path;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::model::{DType, GemmKernel, Layout, Shape3};
+use crate::model::{DType, GemmKernel, Layout, Shape3, SplitK};
 
 /// Where a unit's compiled outputs are, as seen from the generated code.
 pub struct UnitImage<'a> {
@@ -134,25 +134,47 @@ fn variant(path: TokenStream, debug_name: String) -> TokenStream {
     quote!(#path::#ident)
 }
 
+/// The declaration of a generated host function of the C ABI (none without nvcc) and its value
+/// as an `Option<fn>`.
+fn prepare_function(symbol: &str, has_code: bool) -> (TokenStream, TokenStream) {
+    if !has_code {
+        return (quote!(), quote!(::core::option::Option::None));
+    }
+    let symbol = format_ident!("{}", symbol);
+    (
+        quote! {
+            extern "C" {
+                fn #symbol(
+                    args: *const ::cutlass_aot::abi::cutlass_aot_gemm_args,
+                    params: *mut ::core::ffi::c_void,
+                    params_capacity: usize,
+                    launch: *mut ::cutlass_aot::abi::cutlass_aot_launch,
+                ) -> i32;
+            }
+        },
+        quote!(::core::option::Option::Some(#symbol)),
+    )
+}
+
 fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> TokenStream {
     let module = format_ident!("{}", k.rust_name);
     let name = &k.name;
     let entry =
         Literal::c_string(&std::ffi::CString::new(k.name.clone()).expect("kernel names are identifiers"));
-    let prepare_symbol = format_ident!("{}_prepare", k.name);
-    let (prepare_decl, prepare_value) = if has_code {
+    let (prepare_decl, prepare_value) = prepare_function(&format!("{}_prepare", k.name), has_code);
+    // Parallel split-K kernels come with CUTLASS's reduction kernel (entry `NAME_reduce`).
+    let (reduction_decl, reduction_value) = if k.split_k == SplitK::Parallel {
+        let (decl, prepare) = prepare_function(&format!("{}_reduce_prepare", k.name), has_code);
+        let entry = Literal::c_string(
+            &std::ffi::CString::new(format!("{}_reduce", k.name)).expect("kernel names are identifiers"),
+        );
         (
             quote! {
-                extern "C" {
-                    fn #prepare_symbol(
-                        args: *const ::cutlass_aot::abi::cutlass_aot_gemm_args,
-                        params: *mut ::core::ffi::c_void,
-                        params_capacity: usize,
-                        launch: *mut ::cutlass_aot::abi::cutlass_aot_launch,
-                    ) -> i32;
-                }
+                #decl
+                static REDUCTION: ::cutlass_aot::SplitKReduction =
+                    ::cutlass_aot::SplitKReduction { entry: #entry, prepare: #prepare };
             },
-            quote!(::core::option::Option::Some(#prepare_symbol)),
+            quote!(::core::option::Option::Some(&REDUCTION)),
         )
     } else {
         (quote!(), quote!(::core::option::Option::None))
@@ -195,6 +217,7 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
     let opclass = variant(quote!(::cutlass_aot::model::OpClass), format!("{:?}", k.opclass));
     let math = variant(quote!(::cutlass_aot::model::MathOp), format!("{:?}", k.math));
     let swizzle = variant(quote!(::cutlass_aot::model::Swizzle), format!("{:?}", k.swizzle));
+    let split_k = variant(quote!(::cutlass_aot::model::SplitK), format!("{:?}", k.split_k));
     let epilogue = variant(
         quote!(::cutlass_aot::model::Epilogue),
         format!("{:?}", k.epilogue),
@@ -216,6 +239,7 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
         #[doc = #doc]
         pub mod #module {
             #prepare_decl
+            #reduction_decl
 
             /// Metadata of this kernel (also listed in the registry).
             pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -243,6 +267,7 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
                 stages: #stages,
                 math: #math,
                 swizzle: #swizzle,
+                split_k: #split_k,
                 epilogue: #epilogue,
                 schedule: #schedule,
                 epilogue_schedule: #epilogue_schedule,
@@ -250,6 +275,7 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
                 image: &super::#image,
                 entry: #entry,
                 prepare: #prepare_value,
+                reduction: #reduction_value,
             };
 
             /// The kernel as a type: its operand types and layouts are part of the signature.
@@ -279,6 +305,15 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
                 args: Args<'_>,
             ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
                 ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+            }
+
+            /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+            /// kernel. Shapes, alignment and buffer sizes are checked first.
+            pub fn run_array(
+                stream: &::cutlass_aot::CudaStream,
+                args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+            ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+                ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
             }
         }
     }

@@ -42,6 +42,9 @@ pub struct GemmKernel {
     pub tile_scheduler: TileScheduler,
     pub math: MathOp,
     pub swizzle: Swizzle,
+    /// How K is split when a launch asks for split-K slices (2.x: serial or parallel, from the
+    /// manifest; 3.x: stream-K kernels split in their scheduler, others cannot).
+    pub split_k: SplitK,
     pub epilogue: Epilogue,
     /// Where the entry came from, for messages: `file:line`.
     pub origin: String,
@@ -83,9 +86,12 @@ impl GemmKernel {
         let acc = self.element_accumulator;
         let core = match self.opclass {
             OpClass::TensorOp => {
-                // f32 operands on tensor cores run through TF32 instructions: CUTLASS names the
-                // intermediate type.
-                let intermediate = if self.element_a == DType::F32 { "tf32" } else { "" };
+                // f32 operands on tensor cores run through TF32, f16 or bf16 instructions (or
+                // 3xTF32, which keeps f32 accuracy): CUTLASS names the intermediate type.
+                let intermediate = match self.element_a {
+                    DType::F32 => self.math.f32_intermediate().unwrap_or(""),
+                    _ => "",
+                };
                 format!(
                     "{}{}{}{}{}gemm",
                     acc.short_library_name(),
@@ -127,6 +133,9 @@ impl GemmKernel {
         }
         if self.swizzle != Swizzle::Identity8 {
             name.push_str(&format!("_{}", self.swizzle.manifest_name()));
+        }
+        if self.split_k == SplitK::Parallel {
+            name.push_str("_splitk_parallel");
         }
         name
     }

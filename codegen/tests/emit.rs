@@ -50,6 +50,28 @@ operations:
     stages: 4
     schedule: cooperative
     tile_scheduler: stream_k
+  - kind: gemm
+    name: s8_tn_{split_k}
+    arch: 80
+    a: s8
+    c: s8
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 64]
+    warps: [2, 2, 1]
+    stages: 3
+    split_k: parallel
+  - kind: gemm
+    name: f32_3xtf32_horizontal
+    arch: 80
+    a: f32
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 32]
+    warps: [4, 2, 1]
+    stages: 3
+    math: multiply_add_fast_f32
+    swizzle: horizontal
 ";
 
 /// A measured table naming one kernel of the manifest and one it does not have.
@@ -114,7 +136,9 @@ fn units_group_kernels_by_family() {
             "tensorop_f16_f32_0",
             "simt_f64_f64_0",
             "sm90_tensorop_bf16_f32_0",
-            "sm90_tensorop_f16_f32_0"
+            "sm90_tensorop_f16_f32_0",
+            "tensorop_s8_s32_0",
+            "tensorop_f32_f32_0"
         ]
     );
     assert_eq!(units[0].kernels.len(), 2);
@@ -130,7 +154,9 @@ fn units_group_kernels_by_family() {
             "simt_f64_f64_0",
             "sm90_tensorop_bf16_f32_0",
             "sm90_tensorop_bf16_f32_1",
-            "sm90_tensorop_f16_f32_0"
+            "sm90_tensorop_f16_f32_0",
+            "tensorop_s8_s32_0",
+            "tensorop_f32_f32_0"
         ]
     );
 }

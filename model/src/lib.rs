@@ -174,6 +174,15 @@ spelled_enum! {
     MathOp {
         /// Plain multiply-add; f32 operands on tensor cores run as TF32.
         MultiplyAdd = "multiply_add",
+        /// Integer multiply-add whose accumulation saturates (the s8 tensor-op instructions).
+        MultiplyAddSaturate = "multiply_add_saturate",
+        /// f32 operands split into a big and a small TF32 part, three TF32 MMAs per product
+        /// ("3xTF32"): f32 accuracy at tensor-core speed.
+        MultiplyAddFastF32 = "multiply_add_fast_f32",
+        /// f32 operands rounded to f16 and multiplied by f16 tensor cores (f32 accumulation).
+        MultiplyAddFastF16 = "multiply_add_fast_f16",
+        /// f32 operands rounded to bf16 and multiplied by bf16 tensor cores (f32 accumulation).
+        MultiplyAddFastBf16 = "multiply_add_fast_bf16",
     }
 }
 
@@ -181,6 +190,21 @@ impl MathOp {
     pub fn cutlass_type(self) -> &'static str {
         match self {
             MathOp::MultiplyAdd => "cutlass::arch::OpMultiplyAdd",
+            MathOp::MultiplyAddSaturate => "cutlass::arch::OpMultiplyAddSaturate",
+            MathOp::MultiplyAddFastF32 => "cutlass::arch::OpMultiplyAddFastF32",
+            MathOp::MultiplyAddFastF16 => "cutlass::arch::OpMultiplyAddFastF16",
+            MathOp::MultiplyAddFastBf16 => "cutlass::arch::OpMultiplyAddFastBF16",
+        }
+    }
+
+    /// The type the tensor cores multiply f32 operands in (CUTLASS names kernels after it), or
+    /// `None` when they multiply the operand type itself (or, for 3xTF32, f32 accuracy is kept).
+    pub fn f32_intermediate(self) -> Option<&'static str> {
+        match self {
+            MathOp::MultiplyAdd => Some("tf32"),
+            MathOp::MultiplyAddFastF16 => Some("f16"),
+            MathOp::MultiplyAddFastBf16 => Some("bf16"),
+            MathOp::MultiplyAddSaturate | MathOp::MultiplyAddFastF32 => None,
         }
     }
 }
@@ -194,6 +218,9 @@ spelled_enum! {
         Identity8 = "identity8",
         /// One grid z-slice per batch (CUTLASS's `GemmBatchedIdentityThreadblockSwizzle`).
         Batched = "batched",
+        /// Tiles walked along N first (CUTLASS's `GemmHorizontalThreadblockSwizzle`): better L2
+        /// reuse of A when N is much larger than M.
+        Horizontal = "horizontal",
     }
 }
 
@@ -205,6 +232,8 @@ impl Swizzle {
             Swizzle::Identity4 => "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>",
             Swizzle::Identity8 => "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>",
             Swizzle::Batched => "cutlass::gemm::threadblock::GemmBatchedIdentityThreadblockSwizzle",
+            // CUTLASS's horizontal swizzle, adapted by the glue to the universal GEMM's interface.
+            Swizzle::Horizontal => "cutlass_aot::HorizontalThreadblockSwizzle",
         }
     }
 }
@@ -214,6 +243,9 @@ spelled_enum! {
     Epilogue {
         /// `D = alpha * accumulator + beta * C`.
         LinearCombination = "linear_combination",
+        /// The same, clamped to the output type's range before conversion (integer outputs
+        /// saturate instead of wrapping).
+        LinearCombinationClamp = "linear_combination_clamp",
     }
 }
 
@@ -221,7 +253,24 @@ impl Epilogue {
     pub fn cutlass_template(self) -> &'static str {
         match self {
             Epilogue::LinearCombination => "cutlass::epilogue::thread::LinearCombination",
+            Epilogue::LinearCombinationClamp => "cutlass::epilogue::thread::LinearCombinationClamp",
         }
+    }
+}
+
+spelled_enum! {
+    /// How a kernel splits K across CTAs when asked for more than one split-K slice at run time.
+    SplitK {
+        /// Slices add into D in turn, ordered by semaphores in the workspace (CUTLASS 2.x universal
+        /// GEMM, any kernel). D's type holds the running sum between slices.
+        Serial = "serial",
+        /// Slices write f32/accumulator-type partial sums to the workspace; a reduction kernel built
+        /// with the kernel adds them and applies alpha, beta and C.
+        Parallel = "parallel",
+        /// The stream-K tile scheduler splits K and reduces in its workspace (CUTLASS 3.x).
+        StreamK = "stream_k",
+        /// The kernel cannot split K (CUTLASS 3.x persistent kernels).
+        None = "none",
     }
 }
 

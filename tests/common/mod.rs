@@ -43,5 +43,6 @@ pub fn operands(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmOperands
         d: operand(MatrixShape::packed(m, n, info.layout_c), info.layout_c, ADDR_D),
         alpha: 1.0,
         beta: 0.0,
+        split_k_slices: 1,
     }
 }

@@ -98,6 +98,12 @@ pub fn check(e: &Entry) -> Vec<KeyProblem> {
              the warpgroup MMA (wgmma) from the types and the tile: remove it",
         );
         wrong(
+            "split_k",
+            e.split_k.is_some(),
+            "split_k is only for arch 80 (CUTLASS 2.x); on arch 90, kernels with `tile_scheduler: stream_k` \
+             split K at run time: remove it",
+        );
+        wrong(
             "swizzle",
             e.swizzle.is_some(),
             "swizzle is only for arch 80 (CUTLASS 2.x); arch 90 kernels choose their rasterisation at run \

@@ -5,7 +5,7 @@ use super::report::Report;
 use super::schema::RawOperation;
 use super::values::{describe, family, integer, shape_family, spelled_family, stages, BadValue, Stages};
 use crate::model::{
-    DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout, MathOp, OpClass, Shape3, Swizzle,
+    DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout, MathOp, OpClass, Shape3, SplitK, Swizzle,
     TileScheduler,
 };
 use serde_yaml::Value;
@@ -41,6 +41,7 @@ pub struct Entry {
     pub tile_scheduler: Option<Vec<TileScheduler>>,
     pub math: Option<Vec<MathOp>>,
     pub swizzle: Option<Vec<Swizzle>>,
+    pub split_k: Option<Vec<SplitK>>,
     pub epilogue: Option<Vec<Epilogue>>,
 }
 
@@ -106,6 +107,9 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         }),
         swizzle: r.optional("swizzle", &raw.swizzle, |v| {
             spelled_family(v, Swizzle::from_manifest_name, &Swizzle::allowed())
+        }),
+        split_k: r.optional("split_k", &raw.split_k, |v| {
+            spelled_family(v, SplitK::from_manifest_name, "serial, parallel")
         }),
         epilogue: r.optional("epilogue", &raw.epilogue, |v| {
             spelled_family(v, Epilogue::from_manifest_name, &Epilogue::allowed())

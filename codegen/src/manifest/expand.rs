@@ -4,14 +4,14 @@ use super::entry::Entry;
 use super::values::Stages;
 use crate::model::{
     Api, DType, Epilogue, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, MathOp, OpClass, Shape3,
-    Swizzle, TileScheduler,
+    SplitK, Swizzle, TileScheduler,
 };
 
 /// More kernels than this from one entry is surely a mistake (each one is compiled by nvcc).
 pub const MAX_KERNELS_PER_ENTRY: usize = 4096;
 
 /// How many fields an entry has (its `kind` and `name` aside).
-const FIELDS: usize = 23;
+const FIELDS: usize = 24;
 
 /// How many kernels `entry` expands to.
 pub fn count(e: &Entry) -> usize {
@@ -46,6 +46,7 @@ fn lengths(e: &Entry) -> [usize; FIELDS] {
         len(&e.tile_scheduler),
         len(&e.math),
         len(&e.swizzle),
+        len(&e.split_k),
         len(&e.epilogue),
     ]
 }
@@ -87,7 +88,8 @@ pub fn expand(e: &Entry, origin: &str) -> Vec<GemmKernel> {
                     tile_scheduler: pick(&e.tile_scheduler, i[19]),
                     math: pick(&e.math, i[20]),
                     swizzle: pick(&e.swizzle, i[21]),
-                    epilogue: pick(&e.epilogue, i[22]),
+                    split_k: pick(&e.split_k, i[22]),
+                    epilogue: pick(&e.epilogue, i[23]),
                 },
                 origin,
             );
@@ -128,6 +130,7 @@ struct Choice {
     tile_scheduler: Option<TileScheduler>,
     math: Option<MathOp>,
     swizzle: Option<Swizzle>,
+    split_k: Option<SplitK>,
     epilogue: Option<Epilogue>,
 }
 
@@ -155,7 +158,15 @@ fn resolve(c: Choice, origin: &str) -> GemmKernel {
         element_b: c.b.unwrap_or(c.a),
         element_c,
         element_accumulator: accumulator,
-        element_epilogue: c.epilogue_compute.unwrap_or(accumulator),
+        // An s8 or f32 output of s32 accumulators is scaled in f32 (as CUTLASS's int8 kernels do):
+        // f32 → s8 conversion saturates, s32 → s8 would wrap.
+        element_epilogue: c.epilogue_compute.unwrap_or(
+            if accumulator == DType::S32 && element_c != DType::S32 && c.arch < 90 {
+                DType::F32
+            } else {
+                accumulator
+            },
+        ),
         layout_a: c.layout_a,
         layout_b: c.layout_b,
         layout_c: c.layout_c.unwrap_or(Layout::Row),
@@ -170,9 +181,20 @@ fn resolve(c: Choice, origin: &str) -> GemmKernel {
         schedule: KernelSchedule::Auto,
         epilogue_schedule: EpilogueSchedule::Auto,
         tile_scheduler: TileScheduler::Persistent,
-        math: c.math.unwrap_or(MathOp::MultiplyAdd),
+        // The s8 tensor-op instructions exist only as saturating multiply-adds.
+        math: c.math.unwrap_or(if c.a == DType::S8 && c.arch < 90 {
+            MathOp::MultiplyAddSaturate
+        } else {
+            MathOp::MultiplyAdd
+        }),
         swizzle: Swizzle::Identity8,
-        epilogue: c.epilogue.unwrap_or(Epilogue::LinearCombination),
+        split_k: SplitK::None,
+        // An s8 output saturates: CUTLASS's plain linear combination would wrap.
+        epilogue: c.epilogue.unwrap_or(if element_c == DType::S8 && c.arch < 90 {
+            Epilogue::LinearCombinationClamp
+        } else {
+            Epilogue::LinearCombination
+        }),
         origin: origin.to_string(),
     };
     let alignment = match kernel.api() {
@@ -182,6 +204,7 @@ fn resolve(c: Choice, origin: &str) -> GemmKernel {
                 (OpClass::Simt, _) => Shape3::new(1, 1, 1),
                 (OpClass::TensorOp, DType::F16 | DType::Bf16) => Shape3::new(16, 8, 16),
                 (OpClass::TensorOp, DType::F32) => Shape3::new(16, 8, 8),
+                (OpClass::TensorOp, DType::S8) => Shape3::new(16, 8, 32),
                 (OpClass::TensorOp, DType::F64) => Shape3::new(8, 8, 4),
                 // Types of arch 90 only (rejected for arch 80): any shape will do.
                 (OpClass::TensorOp, _) => Shape3::new(16, 8, 32),
@@ -198,6 +221,7 @@ fn resolve(c: Choice, origin: &str) -> GemmKernel {
                 }
             };
             kernel.swizzle = c.swizzle.unwrap_or(Swizzle::Identity8);
+            kernel.split_k = c.split_k.unwrap_or(SplitK::Serial);
             if tensorop {
                 crate::model::max_ab_alignment(OpClass::TensorOp, c.a)
             } else {
@@ -213,6 +237,10 @@ fn resolve(c: Choice, origin: &str) -> GemmKernel {
             kernel.schedule = c.schedule.unwrap_or(KernelSchedule::Auto);
             kernel.epilogue_schedule = c.epilogue_schedule.unwrap_or(EpilogueSchedule::Auto);
             kernel.tile_scheduler = c.tile_scheduler.unwrap_or(TileScheduler::Persistent);
+            kernel.split_k = match kernel.tile_scheduler {
+                TileScheduler::StreamK => SplitK::StreamK,
+                TileScheduler::Persistent => SplitK::None,
+            };
             // TMA moves 16-byte aligned rows: 128 bits of A (and B).
             c.a.max_alignment()
         }

@@ -39,6 +39,7 @@ const PLACEHOLDERS: &[(&str, Option<Api>, Render)] = &[
     }),
     ("math", None, |k| k.math.to_string()),
     ("swizzle", Some(Api::Cutlass2x), |k| k.swizzle.to_string()),
+    ("split_k", Some(Api::Cutlass2x), |k| k.split_k.to_string()),
     ("epilogue", None, |k| k.epilogue.to_string()),
 ];
 

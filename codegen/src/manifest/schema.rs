@@ -48,5 +48,6 @@ pub struct RawOperation {
     pub tile_scheduler: Option<Value>,
     pub math: Option<Value>,
     pub swizzle: Option<Value>,
+    pub split_k: Option<Value>,
     pub epilogue: Option<Value>,
 }

@@ -32,6 +32,7 @@ pub mod hgemm_tn {
         stages: 3u32,
         math: ::cutlass_aot::model::MathOp::MultiplyAdd,
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        split_k: ::cutlass_aot::model::SplitK::Serial,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
         schedule: ::cutlass_aot::model::KernelSchedule::Auto,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
@@ -39,6 +40,7 @@ pub mod hgemm_tn {
         image: &super::IMAGE_TENSOROP_F16_F32_0,
         entry: c"cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tn_align8",
         prepare: ::core::option::Option::None,
+        reduction: ::core::option::Option::None,
     };
     /// The kernel as a type: its operand types and layouts are part of the signature.
     pub struct Kernel;
@@ -64,6 +66,14 @@ pub mod hgemm_tn {
         args: Args<'_>,
     ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
         ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+    /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+    /// kernel. Shapes, alignment and buffer sizes are checked first.
+    pub fn run_array(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
 /// `cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_nn_align8`: D = alpha·(A @ B) + beta·C with A f16 column, B f16 column, C/D f16 column, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:3.
@@ -94,6 +104,7 @@ pub mod hgemm_nn {
         stages: 3u32,
         math: ::cutlass_aot::model::MathOp::MultiplyAdd,
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        split_k: ::cutlass_aot::model::SplitK::Serial,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
         schedule: ::cutlass_aot::model::KernelSchedule::Auto,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
@@ -101,6 +112,7 @@ pub mod hgemm_nn {
         image: &super::IMAGE_TENSOROP_F16_F32_0,
         entry: c"cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_nn_align8",
         prepare: ::core::option::Option::None,
+        reduction: ::core::option::Option::None,
     };
     /// The kernel as a type: its operand types and layouts are part of the signature.
     pub struct Kernel;
@@ -126,6 +138,14 @@ pub mod hgemm_nn {
         args: Args<'_>,
     ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
         ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+    /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+    /// kernel. Shapes, alignment and buffer sizes are checked first.
+    pub fn run_array(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
 static IMAGE_SIMT_F64_F64_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
@@ -160,6 +180,7 @@ pub mod cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4 {
         stages: 2u32,
         math: ::cutlass_aot::model::MathOp::MultiplyAdd,
         swizzle: ::cutlass_aot::model::Swizzle::Identity4,
+        split_k: ::cutlass_aot::model::SplitK::Serial,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
         schedule: ::cutlass_aot::model::KernelSchedule::Auto,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
@@ -167,6 +188,7 @@ pub mod cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4 {
         image: &super::IMAGE_SIMT_F64_F64_0,
         entry: c"cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4",
         prepare: ::core::option::Option::None,
+        reduction: ::core::option::Option::None,
     };
     /// The kernel as a type: its operand types and layouts are part of the signature.
     pub struct Kernel;
@@ -192,6 +214,14 @@ pub mod cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4 {
         args: Args<'_>,
     ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
         ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+    /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+    /// kernel. Shapes, alignment and buffer sizes are checked first.
+    pub fn run_array(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
 static IMAGE_SM90_TENSOROP_BF16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
@@ -226,6 +256,7 @@ pub mod bf16_sm90_cooperative {
         stages: 0u32,
         math: ::cutlass_aot::model::MathOp::MultiplyAdd,
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        split_k: ::cutlass_aot::model::SplitK::None,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
         schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
@@ -233,6 +264,7 @@ pub mod bf16_sm90_cooperative {
         image: &super::IMAGE_SM90_TENSOROP_BF16_F32_0,
         entry: c"cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma",
         prepare: ::core::option::Option::None,
+        reduction: ::core::option::Option::None,
     };
     /// The kernel as a type: its operand types and layouts are part of the signature.
     pub struct Kernel;
@@ -258,6 +290,14 @@ pub mod bf16_sm90_cooperative {
         args: Args<'_>,
     ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
         ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+    /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+    /// kernel. Shapes, alignment and buffer sizes are checked first.
+    pub fn run_array(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
 /// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma`: D = alpha·(A @ B) + beta·C with A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:23.
@@ -288,6 +328,7 @@ pub mod bf16_sm90_pingpong {
         stages: 0u32,
         math: ::cutlass_aot::model::MathOp::MultiplyAdd,
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        split_k: ::cutlass_aot::model::SplitK::None,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
         schedule: ::cutlass_aot::model::KernelSchedule::Pingpong,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
@@ -295,6 +336,7 @@ pub mod bf16_sm90_pingpong {
         image: &super::IMAGE_SM90_TENSOROP_BF16_F32_0,
         entry: c"cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma",
         prepare: ::core::option::Option::None,
+        reduction: ::core::option::Option::None,
     };
     /// The kernel as a type: its operand types and layouts are part of the signature.
     pub struct Kernel;
@@ -320,6 +362,14 @@ pub mod bf16_sm90_pingpong {
         args: Args<'_>,
     ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
         ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+    /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+    /// kernel. Shapes, alignment and buffer sizes are checked first.
+    pub fn run_array(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
 static IMAGE_SM90_TENSOROP_F16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
@@ -354,6 +404,7 @@ pub mod f16_sm90_streamk {
         stages: 4u32,
         math: ::cutlass_aot::model::MathOp::MultiplyAdd,
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        split_k: ::cutlass_aot::model::SplitK::StreamK,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
         schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
@@ -361,6 +412,7 @@ pub mod f16_sm90_streamk {
         image: &super::IMAGE_SM90_TENSOROP_F16_F32_0,
         entry: c"cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_4_tnt_align8_warpspecialized_cooperative_stream_k",
         prepare: ::core::option::Option::None,
+        reduction: ::core::option::Option::None,
     };
     /// The kernel as a type: its operand types and layouts are part of the signature.
     pub struct Kernel;
@@ -387,6 +439,170 @@ pub mod f16_sm90_streamk {
     ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
         ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
     }
+    /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+    /// kernel. Shapes, alignment and buffer sizes are checked first.
+    pub fn run_array(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
+    }
+}
+static IMAGE_TENSOROP_S8_S32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
+    "tensorop_s8_s32_0",
+    ::core::option::Option::None,
+);
+/// `cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel`: D = alpha·(A @ B) + beta·C with A s8 row, B s8 column, C/D s8 row, accumulating in s32; tile 128x128x64, 3 stages, from golden.yaml:43.
+pub mod s8_tn_parallel {
+    static REDUCTION: ::cutlass_aot::SplitKReduction = ::cutlass_aot::SplitKReduction {
+        entry: c"cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel_reduce",
+        prepare: ::core::option::Option::None,
+    };
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel",
+        rust_name: stringify!(s8_tn_parallel),
+        origin: "golden.yaml:43",
+        min_compute_capability: 80u32,
+        api: ::cutlass_aot::model::Api::Cutlass2x,
+        opclass: ::cutlass_aot::model::OpClass::TensorOp,
+        element_a: ::cutlass_aot::model::DType::S8,
+        element_b: ::cutlass_aot::model::DType::S8,
+        element_c: ::cutlass_aot::model::DType::S8,
+        element_accumulator: ::cutlass_aot::model::DType::S32,
+        element_epilogue: ::cutlass_aot::model::DType::F32,
+        layout_a: ::cutlass_aot::model::Layout::Row,
+        layout_b: ::cutlass_aot::model::Layout::Column,
+        layout_c: ::cutlass_aot::model::Layout::Row,
+        alignment_a: 16u32,
+        alignment_b: 16u32,
+        alignment_c: 16u32,
+        tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+        cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+        warps: ::cutlass_aot::model::Shape3::new(2u32, 2u32, 1u32),
+        instruction: ::cutlass_aot::model::Shape3::new(16u32, 8u32, 32u32),
+        stages: 3u32,
+        math: ::cutlass_aot::model::MathOp::MultiplyAddSaturate,
+        swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        split_k: ::cutlass_aot::model::SplitK::Parallel,
+        epilogue: ::cutlass_aot::model::Epilogue::LinearCombinationClamp,
+        schedule: ::cutlass_aot::model::KernelSchedule::Auto,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        image: &super::IMAGE_TENSOROP_S8_S32_0,
+        entry: c"cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel",
+        prepare: ::core::option::Option::None,
+        reduction: ::core::option::Option::Some(&REDUCTION),
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = i8;
+        type B = i8;
+        type C = i8;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel.
+    pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+    /// Launches the kernel on `stream` (stream-ordered, no synchronisation). Every extent,
+    /// stride, buffer length and pointer alignment is checked first; on error nothing is
+    /// launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+    /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+    /// kernel. Shapes, alignment and buffer sizes are checked first.
+    pub fn run_array(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
+    }
+}
+static IMAGE_TENSOROP_F32_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
+    "tensorop_f32_f32_0",
+    ::core::option::Option::None,
+);
+/// `cutlass_tensorop_s1688gemm_128x128_32x3_tnt_align4_horizontal`: D = alpha·(A @ B) + beta·C with A f32 row, B f32 column, C/D f32 row, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:54.
+pub mod f32_3xtf32_horizontal {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass_tensorop_s1688gemm_128x128_32x3_tnt_align4_horizontal",
+        rust_name: stringify!(f32_3xtf32_horizontal),
+        origin: "golden.yaml:54",
+        min_compute_capability: 80u32,
+        api: ::cutlass_aot::model::Api::Cutlass2x,
+        opclass: ::cutlass_aot::model::OpClass::TensorOp,
+        element_a: ::cutlass_aot::model::DType::F32,
+        element_b: ::cutlass_aot::model::DType::F32,
+        element_c: ::cutlass_aot::model::DType::F32,
+        element_accumulator: ::cutlass_aot::model::DType::F32,
+        element_epilogue: ::cutlass_aot::model::DType::F32,
+        layout_a: ::cutlass_aot::model::Layout::Row,
+        layout_b: ::cutlass_aot::model::Layout::Column,
+        layout_c: ::cutlass_aot::model::Layout::Row,
+        alignment_a: 4u32,
+        alignment_b: 4u32,
+        alignment_c: 4u32,
+        tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 32u32),
+        cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+        warps: ::cutlass_aot::model::Shape3::new(4u32, 2u32, 1u32),
+        instruction: ::cutlass_aot::model::Shape3::new(16u32, 8u32, 8u32),
+        stages: 3u32,
+        math: ::cutlass_aot::model::MathOp::MultiplyAddFastF32,
+        swizzle: ::cutlass_aot::model::Swizzle::Horizontal,
+        split_k: ::cutlass_aot::model::SplitK::Serial,
+        epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        schedule: ::cutlass_aot::model::KernelSchedule::Auto,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        image: &super::IMAGE_TENSOROP_F32_F32_0,
+        entry: c"cutlass_tensorop_s1688gemm_128x128_32x3_tnt_align4_horizontal",
+        prepare: ::core::option::Option::None,
+        reduction: ::core::option::Option::None,
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = f32;
+        type B = f32;
+        type C = f32;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel.
+    pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+    /// Launches the kernel on `stream` (stream-ordered, no synchronisation). Every extent,
+    /// stride, buffer length and pointer alignment is checked first; on error nothing is
+    /// launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+    }
+    /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+    /// kernel. Shapes, alignment and buffer sizes are checked first.
+    pub fn run_array(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
+    }
 }
 /// Every kernel of the manifest, for discovery (`find`, `supports`, filters).
 pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
@@ -397,6 +613,8 @@ pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
         &bf16_sm90_cooperative::INFO,
         &bf16_sm90_pingpong::INFO,
         &f16_sm90_streamk::INFO,
+        &s8_tn_parallel::INFO,
+        &f32_3xtf32_horizontal::INFO,
     ],
 );
 /// The measured dispatch table embedded by the build (`cutlass_aot::dispatch`).

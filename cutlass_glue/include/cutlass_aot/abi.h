@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a struct below changes; generated code and runtime must agree. */
-#define CUTLASS_AOT_ABI_VERSION 2
+#define CUTLASS_AOT_ABI_VERSION 3
 
 /** Result of a prepare call. */
 typedef enum cutlass_aot_status {
@@ -54,10 +54,15 @@ typedef int32_t (*cutlass_aot_encode_tiled_fn)(void *tensor_map, int32_t data_ty
 
 /** GEMM modes of CUTLASS's universal GEMM. */
 typedef enum cutlass_aot_gemm_mode {
-  /** One GEMM; `batch_count` is the number of serial split-K slices (1 = no split). */
+  /** One GEMM (`batch_count` 1), K split into `split_k_slices` as the kernel does it. */
   CUTLASS_AOT_MODE_GEMM = 0,
   /** `batch_count` independent GEMMs at fixed strides (an L dimension). */
-  CUTLASS_AOT_MODE_BATCHED = 1
+  CUTLASS_AOT_MODE_BATCHED = 1,
+  /**
+   * `batch_count` independent GEMMs whose operands are given by device arrays of pointers: `a`,
+   * `b`, `c` and `d` point to `batch_count` device pointers each; batch strides are ignored.
+   */
+  CUTLASS_AOT_MODE_ARRAY = 2
 } cutlass_aot_gemm_mode;
 
 /** D = alpha * (A @ B) + beta * C, each operand `batch_count` times at its batch stride. */
@@ -71,6 +76,8 @@ typedef struct cutlass_aot_gemm_args {
   int32_t sm_occupancy; /* resident CTAs per multiprocessor (only stream-K kernels use it) */
   int32_t raster_order; /* 3.x tile order: 0 CUTLASS's heuristic, 1 along M, 2 along N */
   int32_t max_swizzle;  /* 3.x tile swizzle: 0 CUTLASS's default (1), else 1, 2, 4 or 8 */
+  int32_t split_k_slices; /* K split into this many slices (1: none); serial, parallel or stream-K
+                             as the kernel's split-K mode says (GEMM mode only) */
   const void *a;
   const void *b;
   const void *c;
@@ -121,6 +128,11 @@ typedef struct cutlass_aot_launch {
 /**
  * Builds the kernel's Params for `args` into `params` (at most `params_capacity` bytes, 16-byte
  * aligned) and fills `launch`. Never touches the GPU: safe to call on a machine without one.
+ *
+ * Kernels with parallel split-K have a second entry, `NAME_reduce`, with its own prepare function
+ * of this type (`NAME_reduce_prepare`): given the same `args` (and workspace) it builds the Params
+ * of the reduction kernel that adds the GEMM's partial sums and applies the epilogue. The runtime
+ * launches the GEMM, then the reduction, on one stream.
  */
 typedef int32_t (*cutlass_aot_gemm_prepare_fn)(const cutlass_aot_gemm_args *args, void *params,
                                                size_t params_capacity, cutlass_aot_launch *launch);

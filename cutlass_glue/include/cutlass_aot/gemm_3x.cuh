@@ -122,6 +122,10 @@ protected:
   }
 };
 
+/// Whether a tile scheduler's Arguments have `splits` (the stream-K scheduler's split-K factor).
+template <class T, class = void> struct has_splits : std::false_type {};
+template <class T> struct has_splits<T, std::void_t<decltype(T::splits)>> : std::true_type {};
+
 /// A CUTLASS 3.x stride (M/N mode, K mode, L mode) with leading dimension `ld` in whichever of the
 /// first two modes is not the static unit stride, and `batch` in the L mode.
 template <class Stride> Stride make_stride(int64_t ld, int64_t batch) {
@@ -195,6 +199,21 @@ int32_t gemm_3x_prepare(const cutlass_aot_gemm_args *in, void *params_out, size_
     break;
   default:
     return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+  // Split-K: only the stream-K scheduler can split K; its `splits` replaces the stream-K
+  // decomposition by plain split-K, reduced in the scheduler's workspace.
+  if (in->split_k_slices <= 0) {
+    return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
+  }
+  if (in->split_k_slices != 1) {
+    if constexpr (has_splits<decltype(args.scheduler)>::value) {
+      if (in->mode != CUTLASS_AOT_MODE_GEMM || in->batch_count != 1) {
+        return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+      }
+      args.scheduler.splits = in->split_k_slices;
+    } else {
+      return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+    }
   }
   if (in->max_swizzle != 0) {
     if (in->max_swizzle != 1 && in->max_swizzle != 2 && in->max_swizzle != 4 && in->max_swizzle != 8) {

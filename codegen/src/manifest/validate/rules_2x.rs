@@ -1,13 +1,13 @@
 //! The rules of CUTLASS 2.x kernels (arch 80: universal GEMM for sm_80).
 
 use super::{alignment_c, list, powers_of_two, stage_bytes, zero_components, Finding};
-use crate::model::{DType, GemmKernel, OpClass, Shape3};
+use crate::model::{DType, GemmKernel, Layout, MathOp, OpClass, Shape3, SplitK};
 
 /// sm_80's shared memory per threadblock (163 KiB, with the opt-in carve-out).
 pub const SMEM_LIMIT_BYTES: u64 = 166_912;
 
-/// The element types of 2.x kernels; the others (8-bit and integer types) need Hopper's tensor cores.
-const TYPES: &[DType] = &[DType::F16, DType::Bf16, DType::F32, DType::F64];
+/// The element types of A and B on 2.x kernels; the others (8-bit floats) need Hopper's tensor cores.
+const TYPES: &[DType] = &[DType::F16, DType::Bf16, DType::F32, DType::F64, DType::S8];
 
 const fn s(m: u32, n: u32, k: u32) -> Shape3 {
     Shape3::new(m, n, k)
@@ -21,6 +21,7 @@ const COMBINATIONS: &[(OpClass, DType, DType, &[Shape3])] = &[
     (OpClass::TensorOp, DType::Bf16, DType::F32, &[s(16, 8, 16), s(16, 8, 8)]),
     (OpClass::TensorOp, DType::F32,  DType::F32, &[s(16, 8, 8), s(16, 8, 4)]), // TF32
     (OpClass::TensorOp, DType::F64,  DType::F64, &[s(8, 8, 4)]),
+    (OpClass::TensorOp, DType::S8,   DType::S32, &[s(16, 8, 32)]),
     (OpClass::Simt,     DType::F32,  DType::F32, &[s(1, 1, 1)]),
     (OpClass::Simt,     DType::F64,  DType::F64, &[s(1, 1, 1)]),
 ];
@@ -40,6 +41,17 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
         return;
     }
     types(k, out);
+    math(k, out);
+    if !matches!(k.split_k, SplitK::Serial | SplitK::Parallel) {
+        out.push((
+            "split_k",
+            format!(
+                "{} is not a 2.x split-K mode; allowed: serial (the default: slices add into D in turn), \
+                 parallel (partial sums in the workspace, then a reduction kernel)",
+                k.split_k
+            ),
+        ));
+    }
     shapes(k, out);
     let (low, high) = if k.opclass == OpClass::TensorOp {
         (3, 10)
@@ -120,13 +132,14 @@ fn types(k: &GemmKernel, out: &mut Vec<Finding>) {
         DType::F64 => &[DType::F64],
         DType::F16 => &[DType::F16, DType::F32],
         DType::Bf16 => &[DType::Bf16, DType::F32],
-        _ => &[DType::F32], // f32, the last of `TYPES`
+        DType::S8 => &[DType::S8, DType::S32, DType::F32],
+        _ => &[DType::F32],
     };
     if !allowed_c.contains(&k.element_c) {
-        let why = if TYPES.contains(&k.element_c) {
-            String::new()
-        } else {
+        let why = if matches!(k.element_c, DType::E4m3 | DType::E5m2) {
             format!("{} needs arch 90 (CUTLASS 3.x); ", k.element_c)
+        } else {
+            String::new()
         };
         out.push((
             "c",
@@ -137,11 +150,12 @@ fn types(k: &GemmKernel, out: &mut Vec<Finding>) {
             ),
         ));
     }
-    // f16 accumulators may run their epilogue in f32; otherwise the epilogue computes in the accumulator type.
-    let allowed_epilogue: &[DType] = if acc == DType::F16 {
-        &[DType::F16, DType::F32]
-    } else {
-        &[acc]
+    // f16 and s32 accumulators may run their epilogue in f32; otherwise the epilogue computes in
+    // the accumulator type.
+    let allowed_epilogue: &[DType] = match acc {
+        DType::F16 => &[DType::F16, DType::F32],
+        DType::S32 => &[DType::S32, DType::F32],
+        _ => &[acc],
     };
     if !allowed_epilogue.contains(&k.element_epilogue) {
         out.push((
@@ -152,6 +166,58 @@ fn types(k: &GemmKernel, out: &mut Vec<Finding>) {
                 list(allowed_epilogue)
             ),
         ));
+    } else if k.element_c == DType::S8 && k.element_epilogue != DType::F32 {
+        out.push((
+            "epilogue_compute",
+            format!(
+                "{} is not allowed with c s8: an integer epilogue would wrap on conversion to s8 instead of \
+                 saturating; allowed: f32 (write `epilogue_compute: f32`, the default)",
+                k.element_epilogue
+            ),
+        ));
+    }
+    if a == DType::S8 && (k.layout_a, k.layout_b) != (Layout::Row, Layout::Column) {
+        out.push((
+            "layout_a",
+            format!(
+                "a {}-major and b {}-major are not supported for s8: the int8 tensor-op instructions read \
+                 both operands K-major; allowed: layout_a row with layout_b column",
+                k.layout_a, k.layout_b
+            ),
+        ));
+    }
+}
+
+/// The math operator against the types: each fast-math variant exists for f32 operands on tensor
+/// cores only, and the s8 instructions only as saturating multiply-adds.
+fn math(k: &GemmKernel, out: &mut Vec<Finding>) {
+    let (a, op) = (k.element_a, k.math);
+    let f32_tensorop = a == DType::F32 && k.opclass == OpClass::TensorOp;
+    let problem = match op {
+        MathOp::MultiplyAdd if a == DType::S8 => Some(
+            "multiply_add is not available for s8; allowed: multiply_add_saturate (the default for s8)".to_string(),
+        ),
+        MathOp::MultiplyAddSaturate if a != DType::S8 => Some(format!(
+            "multiply_add_saturate is only for s8 operands; allowed for {a}: multiply_add{}",
+            if f32_tensorop { ", multiply_add_fast_f32, multiply_add_fast_f16, multiply_add_fast_bf16" } else { "" }
+        )),
+        MathOp::MultiplyAddFastF32 | MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16 if !f32_tensorop => {
+            Some(format!(
+                "{op} is only for f32 operands on tensor cores (opclass tensorop, a f32); this kernel is {} with a {a}; \
+                 allowed: {}",
+                k.opclass,
+                if a == DType::S8 { "multiply_add_saturate" } else { "multiply_add" }
+            ))
+        }
+        MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16 if k.instruction != s(16, 8, 8) => Some(format!(
+            "{op} multiplies with the 16x8x8 {} instruction, but instruction is {}; allowed: 16x8x8",
+            op.f32_intermediate().unwrap_or("f16"),
+            k.instruction
+        )),
+        _ => None,
+    };
+    if let Some(message) = problem {
+        out.push(("math", message));
     }
 }
 

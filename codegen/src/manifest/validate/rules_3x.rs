@@ -2,7 +2,9 @@
 //! TMA loads and warpgroup MMA).
 
 use super::{alignment_c, list, stage_bytes, zero_components, Finding};
-use crate::model::{DType, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, OpClass, TileScheduler};
+use crate::model::{
+    DType, Epilogue, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, MathOp, OpClass, TileScheduler,
+};
 
 /// sm_90's shared memory per threadblock with the opt-in carve-out (227 KiB).
 pub const SMEM_LIMIT_BYTES: u64 = 232_448;
@@ -61,6 +63,26 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
     schedules(k, tile_ok, out);
     if a_ok && stages(k, out) {
         shared_memory(k, out);
+    }
+    if k.math != MathOp::MultiplyAdd {
+        out.push((
+            "math",
+            format!(
+                "{} is not supported on arch 90 (CUTLASS 3.x has no such Hopper mainloop); allowed: \
+                 multiply_add (use arch 80 for fast-math f32 kernels such as multiply_add_fast_f32)",
+                k.math
+            ),
+        ));
+    }
+    if k.epilogue != Epilogue::LinearCombination {
+        out.push((
+            "epilogue",
+            format!(
+                "{} is not supported on arch 90 yet; allowed: linear_combination (an s8 output from an \
+                 f32 epilogue saturates already)",
+                k.epilogue
+            ),
+        ));
     }
 }
 
