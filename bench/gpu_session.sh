@@ -7,12 +7,21 @@
 #
 # Steps (each one's output is tee'd into $OUT, default ./gpu-out; a failing step does not stop the
 # later ones; each is cut off at its time limit, and all of them together stay within
-# $GPU_SESSION_BUDGET seconds, default 540):
+# $GPU_SESSION_BUDGET seconds, default 540, 480 for GPU_SESSION_PARTS=issue4):
 #   device info; GPU test suite; main job; profiler over --sweep issue3 for bf16 and f16 (tn) with
 #   --json and --dispatch-out; compare.py (ours vs torch.matmul); host_overhead --json; torch's
 #   host overhead; compute-sanitizer memcheck on one 3.x kernel of each schedule / tile scheduler;
 #   profiler smoke over every kernel (all types and layouts). --quick: the smoke shapes instead of
 #   issue3 and fewer iterations.
+# Issue 4 steps (after those): profiler --sweep issue4_squares for f32_3xtf32, tf32 (2.x and 3.x),
+#   f32_fastf16/bf16 and s8 (every output type), all layouts; profiler --sweep issue4_splitk for f16
+#   (tn and tnn: the split-K kernels, the default f16 kernels, 3.x stream-K) with --split-k
+#   1,2,4,8,16; compare.py --rerun-best for each; memcheck of the split-K and 3xTF32 kernels. Files
+#   are named <device>_<date>_issue4_* (e.g. h200_2026-11-23_issue4_splitk.jsonl).
+# GPU_SESSION_PARTS (comma-separated, default base,issue4) picks the parts: base = every step above
+#   the issue 4 ones; tests = only the GPU test suite and the main job of base; issue4. The device
+#   tool allows 10 minutes per command: run `GPU_SESSION_PARTS=base` and `GPU_SESSION_PARTS=issue4`
+#   (or tests,issue4) as separate commands.
 # The last lines printed are a summary (the device tool returns only the end of the output).
 set -uo pipefail
 
@@ -24,9 +33,23 @@ for arg in "$@"; do
   esac
 done
 
+parts=${GPU_SESSION_PARTS:-base,issue4}
+for part in ${parts//,/ }; do
+  case "$part" in
+    base | tests | issue4) ;;
+    *) echo "GPU_SESSION_PARTS: unknown part '$part' (known: base, tests, issue4)" >&2; exit 2 ;;
+  esac
+done
+has_part() { [[ ",$parts," == *",$1,"* ]]; }
+run_base=0 run_tests=0 run_issue4=0
+has_part base && run_base=1 && run_tests=1
+has_part tests && run_tests=1
+has_part issue4 && run_issue4=1
+
 out=${OUT:-gpu-out}
 bin=${GPU_BIN:-.gpu}
-budget=${GPU_SESSION_BUDGET:-540}
+# 9 minutes by default, 8 for the issue 4 part alone.
+budget=${GPU_SESSION_BUDGET:-$((run_tests || run_base ? 540 : 480))}
 mkdir -p "$out"
 start=$SECONDS
 summary=()
@@ -89,10 +112,15 @@ echo "== device"
   date -u +"%Y-%m-%dT%H:%M:%SZ"
 } 2>&1 | tee "$out/device.txt"
 
-step "GPU test suite" gpu_tests.txt 200 "$bin/gpu" --test-threads 8
-step "main job (gemm example)" main_job.txt 60 "$bin/gemm"
 "$bin/profiler" --list > "$out/kernels.tsv" 2>&1 || true
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+sanitized=()
+if ((run_tests)); then
+  step "GPU test suite" gpu_tests.txt 200 "$bin/gpu" --test-threads 8
+  step "main job (gemm example)" main_job.txt 60 "$bin/gemm"
+fi
 
+if ((run_base)); then
 json_step "profiler bf16,f16 tn ${sweep[*]}" profile.jsonl profile.log 300 \
   "$bin/profiler" --dtype bf16,f16 --layout tn "${sweep[@]}" "${iters[@]}" --json --dispatch-out "$out/dispatch.tsv"
 if ((!quick)); then
@@ -115,7 +143,6 @@ step "torch host overhead" host_compare.txt 60 \
 
 # compute-sanitizer memcheck: one CUTLASS 3.x kernel per (schedule, tile scheduler), ragged shape.
 # Memory errors only: API calls that return an error on purpose (probes) are not reported.
-sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 sanitized=()
 if [[ -z "$sanitizer" ]]; then
   summary+=("$(printf '%-40s %-8s %5s  %s' "compute-sanitizer" "SKIPPED" "-" "compute-sanitizer not found")")
@@ -133,15 +160,64 @@ if ((!quick)); then
   json_step "profiler smoke, every kernel" profile_smoke.jsonl profile_smoke.log 120 \
     "$bin/profiler" --dtype all --layout all --sweep smoke --iters 5 --warmup 2 --json
 fi
+fi # base
+
+# ---------------------------------------------------------------------------------------------
+# Issue 4: 3xTF32 / fast-f32 / int8 on large squares, split-K on deep-K problems with few tiles.
+# ---------------------------------------------------------------------------------------------
+device_slug=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+  tr '[:upper:]' '[:lower:]' | sed -E 's/^nvidia //; s/ .*//; s/[^a-z0-9]+/_/g')
+i4="${device_slug:-gpu}_$(date -u +%F)_issue4"
+i4_memchecked=()
+if ((run_issue4)); then
+  if ((quick)); then
+    i4_iters=(--iters 5 --warmup 2 --max-seconds-per-kernel 0.2)
+  else
+    i4_iters=(--iters 20 --warmup 5 --max-seconds-per-kernel 0.5)
+  fi
+  # No --dispatch-out: the dispatch table keys by operand types, in which TF32, 3xTF32 and the
+  # fast f16/bf16 kernels are all f32.
+  json_step "issue4 profiler squares f32,tf32,s8" "${i4}_squares.jsonl" "${i4}_squares.log" 150 \
+    "$bin/profiler" --dtype f32_3xtf32,tf32,f32_fastf16,f32_fastbf16,s8 --layout all --sweep issue4_squares \
+    "${i4_iters[@]}" --json
+  json_step "issue4 profiler split-K f16" "${i4}_splitk.jsonl" "${i4}_splitk.log" 200 \
+    "$bin/profiler" --dtype f16 --layout tn,tnn --sweep issue4_splitk --split-k 1,2,4,8,16 \
+    --iters 10 --warmup 3 --max-seconds-per-kernel 0.2 --json
+  for what in squares splitk; do
+    step "issue4 compare.py $what" "${i4}_${what}_compare.txt" 150 \
+      env PYTHONUNBUFFERED=1 python3 bench/compare.py --ours "$out/${i4}_${what}.jsonl" \
+      --out "$out/${i4}_${what}_results.jsonl" --rerun-best "$bin/profiler"
+  done
+  if [[ -n "$sanitizer" ]]; then
+    # New launch paths: serial split-K (semaphores), parallel split-K (partials + reduction),
+    # stream-K with slices, 3xTF32, int8 with an f32 epilogue; ragged shapes.
+    i4_memcheck() { # KERNEL SHAPE SPLIT_K
+      i4_memchecked+=("$1")
+      step "memcheck $1 (split-K $3)" "${i4}_memcheck_$1.txt" 90 \
+        "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 99 \
+        "$bin/profiler" --kernels "$1" --shapes "$2" --split-k "$3" --iters 1 --warmup 0
+    }
+    i4_memcheck gemm_f16_tn_128x128_splitk_serial 1003x1000x1000 1,3,16
+    i4_memcheck gemm_f16_tn_128x128_splitk_parallel 1003x1000x1000 1,3,16
+    i4_memcheck f16_sm90_128x128x64_streamk 1003x1000x1000 4
+    i4_memcheck gemm_f32_3xtf32_tn 1003x1000x1000 1,2
+    i4_memcheck gemm_s8_tn_f32 1003x1008x1008 1,2
+  else
+    summary+=("$(printf '%-40s %-8s %5s  %s' "issue4 memcheck" "SKIPPED" "-" "compute-sanitizer not found")")
+  fi
+fi
 
 echo
 echo "================================ summary ($((SECONDS - start))s) ================================"
 cat "$out/device.txt" | head -2
 printf '%s\n' "${summary[@]}"
+if ((run_tests)); then
 echo "-- GPU tests:"
 grep -E "^test result|passed|failed" "$out/gpu_tests.txt" 2>/dev/null | tail -3
 echo "-- main job:"
 grep -E "^(verified|time|rate):" "$out/main_job.txt" 2>/dev/null
+fi
+if ((run_base)); then
 echo "-- profiler:"
 grep -hE "^profiler:" "$out/profile.log" "$out/profile_smoke.log" 2>/dev/null
 if [[ -f "$out/profile.jsonl" ]]; then
@@ -158,6 +234,25 @@ echo "-- compute-sanitizer:"
 for kernel in "${sanitized[@]}"; do
   printf '   %-44s %s\n' "$kernel" "$(grep -hE "ERROR SUMMARY" "$out/memcheck_$kernel.txt" 2>/dev/null | tail -1)"
 done
+fi # base
+if ((run_issue4)); then
+  echo "-- issue 4 profiler:"
+  for what in squares splitk; do
+    grep -hE "^profiler:" "$out/${i4}_${what}.log" 2>/dev/null | sed "s/^/   $what: /"
+    grep -hE '"verified": false' "$out/${i4}_${what}.jsonl" 2>/dev/null |
+      sed -E 's/.*"rust_name": "([^"]*)".*"m": ([0-9]+), "n": ([0-9]+), "k": ([0-9]+), "batch": ([0-9]+), "split_k": ([0-9]+).*("(error|unsupported)": "[^"]{0,120}|"rel_error": [^,]*).*/   \1 \2x\3x\4 split \6: \7/' | head -12
+  done
+  # The tables, the accuracy and split-K sections; not the list of shapes below 0.8x (the table
+  # has every ratio).
+  for what in squares splitk; do
+    echo "-- issue 4 ours vs torch, $what:"
+    sed -n '/^shape/,$p' "$out/${i4}_${what}_compare.txt" 2>/dev/null | grep -vE '^wrote|^  .*: [0-9.]+$' | head -80
+  done
+  echo "-- issue 4 compute-sanitizer:"
+  for kernel in "${i4_memchecked[@]}"; do
+    printf '   %-44s %s\n' "$kernel" "$(grep -hE "ERROR SUMMARY" "$out/${i4}_memcheck_$kernel.txt" 2>/dev/null | tail -1)"
+  done
+fi
 echo "results in $out/"
 
 # The device tool brings back only a few files: pack everything into one archive.

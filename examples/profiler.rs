@@ -29,18 +29,25 @@ Kernels (default: every kernel of the --dtype/--c-dtype/--layout selection that 
   --kernels NAME[,NAME...]   these kernels (Rust or CUTLASS names), each with its own types and
                              layouts; a named kernel that cannot run a shape gets a row saying why
   --all                      every selected kernel that supports the shape (the default)
-  --dtype T[,T...]|all       A's type: f16 bf16 tf32 f32 f64 e4m3 e5m2 s8 (tf32 = f32 on tensor
-                             cores, f32 = SIMT); default bf16
-  --c-dtype T                only kernels whose C/D type is T (default: any)
+  --dtype T[,T...]|all       A's type: f16 bf16 tf32 f32_3xtf32 f32_fastf16 f32_fastbf16 f32 f64
+                             e4m3 e5m2 s8; for f32 operands the math: tf32 = one TF32 product on
+                             tensor cores, f32_3xtf32 = 3xTF32 (f32 accuracy), f32_fastf16 /
+                             f32_fastbf16 = operands rounded to f16 / bf16, f32 = SIMT; default bf16
+  --c-dtype T[,T...]         only kernels whose C/D type is one of these (default: any)
   --layout L[,L...]|all      A and B layouts, t = row-major, n = column-major (tn, nn, nt, tt), or
                              with C's letter (tnt); default tn (C row-major)
 Shapes (default: --sweep smoke):
   --shapes MxNxK[xBATCH][,...]
-  --sweep issue3|smoke       issue3: squares 1024..8192 and M {16,128,1024,4096} x N, K {4096,
+  --sweep NAME               issue3: squares 1024..8192 and M {16,128,1024,4096} x N, K {4096,
                              8192,14336,28672} (68, 67 distinct); smoke: a few small ones, one ragged;
                              issue3_small_m_transposed: issue3's M <= 128 shapes with M and N swapped
-                             (for the transposed kernels, with --layout tnn)
+                             (for the transposed kernels, with --layout tnn); issue4_splitk: M = N
+                             {512,768,1024} x K {16384,32768,65536} (9); issue4_squares: 4096^3, 8192^3
 Measurement:
+  --split-k N[,N...]         split K into N slices (default 1): every kernel x shape runs once per
+                             count its supports() allows (serial / parallel split-K of 2.x kernels,
+                             3.x stream-K); others are skipped, or get a row saying why when named
+                             with --kernels. Only 1-slice rows enter the dispatch table
   --beta B                   D = A·B + B·C (default 0: C is not read)
   --raster auto|m|n          tile order of 3.x persistent kernels (default auto: CUTLASS's choice)
   --swizzle 0|1|2|4|8        swizzle band of 3.x kernels in tiles (default 0: CUTLASS's, 1)
@@ -59,7 +66,8 @@ Output:
 
 Time is the median of per-launch CUDA-event times (launches enqueued back to back behind a spin
 kernel, so they run back to back on the GPU whatever their host cost); TFLOP/s =
-2·m·n·k·batch / time; GB/s = bytes of A, B, D (and C when beta != 0) / time.
+2·m·n·k·batch / time; GB/s = bytes of A, B, D (and C when beta != 0) / time. Parallel split-K times
+include its reduction kernel, serial split-K and stream-K their workspace fills.
 Exit status: 0 all rows ran and verified, 1 some kernel failed or did not verify, 2 usage error or
 no GPU.";
 
@@ -72,12 +80,15 @@ struct Options {
     kernels: Option<Vec<String>>,
     /// `None` = every type.
     dtypes: Option<Vec<String>>,
-    c_dtype: Option<DType>,
+    /// C/D types; `None` = any.
+    c_dtypes: Option<Vec<DType>>,
     /// (A, B, C) layouts; C `None` = row-major. `None` = every layout.
     layouts: Option<Vec<(Layout, Layout, Option<Layout>)>>,
     /// --dtype, --c-dtype or --layout was given (they do not apply with --kernels).
     type_filters_given: bool,
     shapes: Vec<Extents>,
+    /// Split-K slice counts to run each kernel and shape with (distinct, in order).
+    split_k: Vec<usize>,
     beta: f64,
     /// Run-time rasterisation of 3.x kernels (2.x kernels ignore it).
     tuning: cutlass_aot::Tuning,
@@ -97,10 +108,11 @@ impl Default for Options {
         Options {
             kernels: None,
             dtypes: Some(vec!["bf16".into()]),
-            c_dtype: None,
+            c_dtypes: None,
             layouts: Some(vec![(Layout::Row, Layout::Column, None)]),
             type_filters_given: false,
             shapes: Vec::new(),
+            split_k: vec![1],
             beta: 0.0,
             tuning: cutlass_aot::Tuning::default(),
             iters: 20,
@@ -160,6 +172,17 @@ fn sweep(name: &str) -> Result<Vec<Extents>, String> {
             .filter(|s| s.m <= 128)
             .map(|s| e(s.n, s.m, s.k, s.batch))
             .collect()),
+        // Issue 4: split-K territory (few output tiles, deep K) and large squares.
+        "issue4_splitk" => {
+            let mut shapes = Vec::new();
+            for mn in [512, 768, 1024] {
+                for k in [16384, 32768, 65536] {
+                    shapes.push(e(mn, mn, k, 1));
+                }
+            }
+            Ok(shapes)
+        }
+        "issue4_squares" => Ok(vec![e(4096, 4096, 4096, 1), e(8192, 8192, 8192, 1)]),
         "smoke" => Ok(vec![
             e(1003, 1000, 1000, 1),
             e(16, 4096, 4096, 1),
@@ -169,14 +192,14 @@ fn sweep(name: &str) -> Result<Vec<Extents>, String> {
             e(4096, 4096, 4096, 1),
         ]),
         other => Err(format!(
-            "unknown sweep {other:?}; known: issue3, issue3_small_m_transposed, smoke"
+            "unknown sweep {other:?}; known: issue3, issue3_small_m_transposed, issue4_splitk, issue4_squares, smoke"
         )),
     }
 }
 
 /// A/B type names --dtype accepts (the `dtype` of result records).
 fn dtype_allowed(label: &str) -> bool {
-    label == "tf32" || DType::from_manifest_name(label).is_some()
+    common::F32_MATH_LABELS.contains(&label) || DType::from_manifest_name(label).is_some()
 }
 
 /// `tn` (C row-major) or `tnt`.
@@ -227,7 +250,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                     let names = list(v);
                     if let Some(bad) = names.iter().find(|n| !dtype_allowed(n)) {
                         return Err(format!(
-                            "--dtype: unknown type {bad:?}; allowed: tf32, {}, all",
+                            "--dtype: unknown type {bad:?}; allowed: {}, {}, all",
+                            common::F32_MATH_LABELS.join(", "),
                             DType::allowed()
                         ));
                     }
@@ -239,11 +263,20 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             }
             "--c-dtype" => {
                 o.type_filters_given = true;
-                let v = value()?;
-                o.c_dtype = Some(DType::from_manifest_name(&v).ok_or(format!(
-                    "--c-dtype: unknown type {v:?}; allowed: {}",
-                    DType::allowed()
-                ))?);
+                let names = list(value()?);
+                if names.is_empty() {
+                    return Err("--c-dtype needs a type".into());
+                }
+                let parsed = names
+                    .iter()
+                    .map(|v| {
+                        DType::from_manifest_name(v).ok_or(format!(
+                            "--c-dtype: unknown type {v:?}; allowed: {}",
+                            DType::allowed()
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                o.c_dtypes = Some(parsed);
             }
             "--layout" => {
                 o.type_filters_given = true;
@@ -267,6 +300,23 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 }
             }
             "--sweep" => shapes.extend(sweep(&value()?)?),
+            "--split-k" => {
+                let mut counts = Vec::new();
+                for v in list(value()?) {
+                    match v.parse::<usize>() {
+                        Ok(n) if n >= 1 => {
+                            if !counts.contains(&n) {
+                                counts.push(n)
+                            }
+                        }
+                        _ => return Err(format!("--split-k: {v:?} is not a slice count (1, 2, ...)")),
+                    }
+                }
+                if counts.is_empty() {
+                    return Err("--split-k needs a slice count".into());
+                }
+                o.split_k = counts;
+            }
             "--beta" => {
                 let v = value()?;
                 o.beta = v
@@ -326,7 +376,10 @@ fn in_selection(o: &Options, info: &KernelInfo) -> bool {
     let dtype = o.dtypes.as_ref().map_or(true, |names| {
         names.iter().any(|n| *n == common::dtype_label(info))
     });
-    let c = o.c_dtype.map_or(true, |c| c == info.element_c);
+    let c = o
+        .c_dtypes
+        .as_ref()
+        .map_or(true, |cs| cs.contains(&info.element_c));
     let layout = o.layouts.as_ref().map_or(true, |ls| {
         ls.iter().any(|&(a, b, c)| {
             a == info.layout_a && b == info.layout_b && c.unwrap_or(Layout::Row) == info.layout_c
@@ -355,7 +408,11 @@ fn candidates(o: &Options) -> Result<Vec<&'static KernelInfo>, String> {
                 Err(format!(
                     "no kernel in this binary matches --dtype {} --c-dtype {} --layout {} (--list shows the {} kernels)",
                     o.dtypes.as_ref().map_or("all".into(), |d| d.join(",")),
-                    o.c_dtype.map_or("any".into(), |c| c.to_string()),
+                    o.c_dtypes.as_ref().map_or("any".into(), |cs| cs
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")),
                     o.layouts.as_ref().map_or("all".into(), |ls| ls
                         .iter()
                         .map(|(a, b, c)| format!(
@@ -375,21 +432,22 @@ fn candidates(o: &Options) -> Result<Vec<&'static KernelInfo>, String> {
     }
 }
 
-/// The problem `info` would be asked to run (its own types and layouts).
-fn problem(info: &KernelInfo, e: Extents, cc: Option<u32>) -> GemmProblem {
+/// The problem `info` would be asked to run (its own types and layouts), K split into `slices`.
+fn problem(info: &KernelInfo, e: Extents, slices: usize, cc: Option<u32>) -> GemmProblem {
     let mut p = GemmProblem::new(
         (e.m, e.n, e.k),
         (info.element_a, info.element_b, info.element_c),
         (info.layout_a, info.layout_b, info.layout_c),
     )
-    .batched(e.batch);
+    .batched(e.batch)
+    .split_k(slices);
     p.compute_capability = cc;
     p
 }
 
 /// `supports`, ignoring only a missing device code (for describing what a full build would run).
-fn would_support(info: &KernelInfo, e: Extents) -> bool {
-    match info.supports(&problem(info, e, None)) {
+fn would_support(info: &KernelInfo, e: Extents, slices: usize) -> bool {
+    match info.supports(&problem(info, e, slices, None)) {
         Ok(()) => true,
         Err(u) => !info.has_device_code() && u.reasons.len() == 1,
     }
@@ -398,12 +456,12 @@ fn would_support(info: &KernelInfo, e: Extents) -> bool {
 fn list_kernels(out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "# rust_name\tname\tapi\tschedule\tepilogue_schedule\ttile_scheduler\tdtype\ta\tb\tc\tlayout\ttile\tcluster"
+        "# rust_name\tname\tapi\tschedule\tepilogue_schedule\ttile_scheduler\tdtype\ta\tb\tc\tlayout\ttile\tcluster\tmath\tsplit_k"
     )?;
     for k in REGISTRY.all() {
         writeln!(
             out,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             k.rust_name,
             k.name,
             k.api,
@@ -416,7 +474,9 @@ fn list_kernels(out: &mut dyn Write) -> std::io::Result<()> {
             k.element_c,
             common::layout_abc(k),
             k.tile,
-            k.cluster
+            k.cluster,
+            k.math,
+            k.split_k
         )?;
     }
     Ok(())
@@ -426,24 +486,31 @@ fn list_kernels(out: &mut dyn Write) -> std::io::Result<()> {
 fn describe_plan(o: &Options, kernels: &[&'static KernelInfo], out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "{} kernel(s) selected of the {} in this binary, {} shape(s):",
+        "{} kernel(s) selected of the {} in this binary, {} shape(s), split-K {}:",
         kernels.len(),
         REGISTRY.all().len(),
-        o.shapes.len()
+        o.shapes.len(),
+        split_list(&o.split_k)
     )?;
+    let runs = o.shapes.len() * o.split_k.len();
     let width = kernels.iter().map(|k| k.rust_name.len()).max().unwrap_or(0);
     for info in kernels {
-        let n = o.shapes.iter().filter(|&&e| would_support(info, e)).count();
+        let n = o
+            .shapes
+            .iter()
+            .flat_map(|&e| o.split_k.iter().map(move |&s| (e, s)))
+            .filter(|&(e, s)| would_support(info, e, s))
+            .count();
         writeln!(
             out,
-            "  {:<width$}  {}  ({} {} {}, {}; supports {n} of {} shapes)",
+            "  {:<width$}  {}  ({} {} {}, {}, split-K {}; supports {n} of {runs} shape x split-K runs)",
             info.rust_name,
             info.name,
             info.api,
             info.schedule,
             info.tile_scheduler,
             common::dtype_label(info),
-            o.shapes.len()
+            info.split_k,
         )?;
     }
     let shapes: Vec<String> = o.shapes.iter().take(12).map(|s| s.to_string()).collect();
@@ -461,6 +528,11 @@ fn describe_plan(o: &Options, kernels: &[&'static KernelInfo], out: &mut dyn Wri
         )?;
     }
     Ok(())
+}
+
+/// `1,2,4`.
+fn split_list(counts: &[usize]) -> String {
+    counts.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,6 +556,8 @@ enum Outcome {
 struct Row {
     info: &'static KernelInfo,
     extents: Extents,
+    /// Split-K slices (1: no split).
+    split_k: usize,
     outcome: Outcome,
 }
 
@@ -513,12 +587,13 @@ struct RunInfo {
 
 fn table_header(kernel_width: usize) -> String {
     format!(
-        "{:<kw$} {:>6} {:>6} {:>6} {:>5} {:>11} {:>8} {:>8}  verified (rel. error)",
+        "{:<kw$} {:>6} {:>6} {:>6} {:>5} {:>5} {:>11} {:>8} {:>8}  verified (rel. error)",
         "kernel",
         "m",
         "n",
         "k",
         "batch",
+        "split",
         "us",
         "TFLOP/s",
         "GB/s",
@@ -529,12 +604,13 @@ fn table_header(kernel_width: usize) -> String {
 fn table_row(row: &Row, kernel_width: usize) -> String {
     let e = row.extents;
     let head = format!(
-        "{:<kw$} {:>6} {:>6} {:>6} {:>5}",
+        "{:<kw$} {:>6} {:>6} {:>6} {:>5} {:>5}",
         row.info.rust_name,
         e.m,
         e.n,
         e.k,
         e.batch,
+        row.split_k,
         kw = kernel_width
     );
     match &row.outcome {
@@ -560,8 +636,8 @@ fn table_row(row: &Row, kernel_width: usize) -> String {
 fn json_row(row: &Row, run: &RunInfo) -> String {
     let info = row.info;
     let e = row.extents;
-    let mut r =
-        common::gemm_record(&run.device, &run.date, info, e, run.alpha, run.beta).int("warmup", run.warmup);
+    let mut r = common::gemm_record_split(&run.device, &run.date, info, e, row.split_k, run.alpha, run.beta)
+        .int("warmup", run.warmup);
     match &row.outcome {
         Outcome::Ran(m) => r = common::measurement_fields(r, &m.timing, m.tflops, m.gbps, m.check.as_ref()),
         Outcome::Unsupported(why) => r = r.bool("verified", false).str("unsupported", why),
@@ -570,10 +646,11 @@ fn json_row(row: &Row, run: &RunInfo) -> String {
     r.finish()
 }
 
-/// The dispatch table: per (operand types, shape), the fastest verified kernel.
+/// The dispatch table: per (operand types, shape), the fastest verified kernel without split-K
+/// (the table has no slice column: dispatch launches with 1 slice).
 fn dispatch_tsv(run: &RunInfo, rows: &[Row]) -> String {
     let mut best: BTreeMap<(Types, Extents), (f64, &'static str)> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.verified()) {
+    for row in rows.iter().filter(|r| r.verified() && r.split_k == 1) {
         let Outcome::Ran(m) = &row.outcome else { continue };
         let us = m.timing.median_us;
         let slot = best
@@ -616,17 +693,19 @@ struct Reference {
     values: Vec<f64>,
 }
 
-/// Verification run, then timing, of one kernel on prepared data.
+/// Verification run, then timing, of one kernel with K split into `slices` on prepared data.
+#[allow(clippy::too_many_arguments)]
 fn measure(
     ctx: &Arc<CudaContext>,
     stream: &Arc<CudaStream>,
     o: &Options,
     info: &'static KernelInfo,
+    slices: usize,
     data: &GemmData,
     reference: Option<&Reference>,
     spinner: Option<&Spinner>,
 ) -> Result<Measured, Failure> {
-    let operands = data.operands(1.0, o.beta);
+    let operands = data.operands_split(1.0, o.beta, slices);
     // SAFETY: the buffers of `data` hold exactly the element types and lengths of `operands`,
     // live until the stream is synchronised below, and D does not overlap A, B or C.
     let launch = || unsafe { cutlass_aot::gemm::launch_raw_tuned(info, stream, &operands, o.tuning) };
@@ -636,7 +715,7 @@ fn measure(
             data.poison_d().map_err(common::device_failure)?;
             launch().map_err(kernel)?;
             stream.synchronize().map_err(common::device_failure)?;
-            Some(common::check(data, info, positions, values).map_err(common::device_failure)?)
+            Some(common::check_split(data, info, slices, positions, values).map_err(common::device_failure)?)
         }
         None => None,
     };
@@ -689,14 +768,15 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
     };
     if !o.json {
         common::out(format!(
-            "device: {} (compute capability {}.{}), {}; {} kernel(s), {} shape(s); time = median of up to {} \
-             launches after {} warm-up",
+            "device: {} (compute capability {}.{}), {}; {} kernel(s), {} shape(s), split-K {}; time = median of \
+             up to {} launches after {} warm-up",
             printer.run.device,
             cc / 10,
             cc % 10,
             printer.run.date,
             kernels.len(),
             o.shapes.len(),
+            split_list(&o.split_k),
             o.iters,
             o.warmup
         ));
@@ -716,30 +796,34 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
     let mut rows: Vec<Row> = Vec::new();
     let mut fatal = None;
     'shapes: for (index, &e) in o.shapes.iter().enumerate() {
-        // Group the kernels that run this shape by operand types: one set of buffers each.
-        let mut groups: Vec<(Types, Vec<&'static KernelInfo>)> = Vec::new();
+        // Group the (kernel, split-K slices) runs of this shape by operand types: one set of
+        // buffers each.
+        let mut groups: Vec<(Types, Vec<(&'static KernelInfo, usize)>)> = Vec::new();
         for &info in kernels {
-            match info.supports(&problem(info, e, Some(cc))) {
-                Ok(()) => match groups.iter_mut().find(|(t, _)| *t == Types::of(info)) {
-                    Some((_, members)) => members.push(info),
-                    None => groups.push((Types::of(info), vec![info])),
-                },
-                Err(why) if o.kernels.is_some() => {
-                    let row = Row {
-                        info,
-                        extents: e,
-                        outcome: Outcome::Unsupported(why.reasons.join("; ")),
-                    };
-                    printer.print(&row);
-                    rows.push(row);
+            for &slices in &o.split_k {
+                match info.supports(&problem(info, e, slices, Some(cc))) {
+                    Ok(()) => match groups.iter_mut().find(|(t, _)| *t == Types::of(info)) {
+                        Some((_, members)) => members.push((info, slices)),
+                        None => groups.push((Types::of(info), vec![(info, slices)])),
+                    },
+                    Err(why) if o.kernels.is_some() => {
+                        let row = Row {
+                            info,
+                            extents: e,
+                            split_k: slices,
+                            outcome: Outcome::Unsupported(why.reasons.join("; ")),
+                        };
+                        printer.print(&row);
+                        rows.push(row);
+                    }
+                    Err(_) => {}
                 }
-                Err(_) => {}
             }
         }
         let runnable: usize = groups.iter().map(|(_, g)| g.len()).sum();
         if o.json || runnable == 0 {
             eprintln!(
-                "[{}/{}] {e}: {runnable} kernel(s){}",
+                "[{}/{}] {e}: {runnable} run(s){}",
                 index + 1,
                 o.shapes.len(),
                 if runnable == 0 && o.kernels.is_none() {
@@ -756,10 +840,11 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
                     // Out of memory is the likely cause; the device itself is fine if it syncs.
                     let failure = format!("allocating and filling the operands: {err}");
                     let sticky = stream.synchronize().is_err();
-                    for &info in &members {
+                    for &(info, slices) in &members {
                         let row = Row {
                             info,
                             extents: e,
+                            split_k: slices,
                             outcome: Outcome::Failed(failure.clone()),
                         };
                         printer.print(&row);
@@ -777,28 +862,38 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
                 let values = data.reference(&positions, 1.0, o.beta);
                 Reference { positions, values }
             });
-            for info in members {
-                let outcome =
-                    match measure(ctx, &stream, o, info, &data, reference.as_ref(), spinner.as_ref()) {
-                        Ok(m) => Outcome::Ran(m),
-                        Err(Failure::Kernel(why)) => {
-                            // A refused launch leaves the device usable; a fault in the kernel does not.
-                            match stream.synchronize() {
-                                Ok(()) => Outcome::Failed(why),
-                                Err(err) => {
-                                    fatal = Some(format!("{why}; then the device failed: {err}"));
-                                    Outcome::Failed(why)
-                                }
+            for (info, slices) in members {
+                let measured = measure(
+                    ctx,
+                    &stream,
+                    o,
+                    info,
+                    slices,
+                    &data,
+                    reference.as_ref(),
+                    spinner.as_ref(),
+                );
+                let outcome = match measured {
+                    Ok(m) => Outcome::Ran(m),
+                    Err(Failure::Kernel(why)) => {
+                        // A refused launch leaves the device usable; a fault in the kernel does not.
+                        match stream.synchronize() {
+                            Ok(()) => Outcome::Failed(why),
+                            Err(err) => {
+                                fatal = Some(format!("{why}; then the device failed: {err}"));
+                                Outcome::Failed(why)
                             }
                         }
-                        Err(Failure::Device(why)) => {
-                            fatal = Some(why.clone());
-                            Outcome::Failed(format!("device failure: {why}"))
-                        }
-                    };
+                    }
+                    Err(Failure::Device(why)) => {
+                        fatal = Some(why.clone());
+                        Outcome::Failed(format!("device failure: {why}"))
+                    }
+                };
                 let row = Row {
                     info,
                     extents: e,
+                    split_k: slices,
                     outcome,
                 };
                 printer.print(&row);
@@ -935,6 +1030,15 @@ mod tests {
         let smoke = sweep("smoke").unwrap();
         assert!(smoke.contains(&e(1003, 1000, 1000, 1)) && smoke.contains(&e(16, 4096, 4096, 1)));
         assert!(sweep("nope").is_err());
+        let splitk = sweep("issue4_splitk").unwrap();
+        assert_eq!(splitk.len(), 9);
+        assert_eq!(splitk[0], e(512, 512, 16384, 1));
+        assert_eq!(splitk[8], e(1024, 1024, 65536, 1));
+        assert!(splitk.contains(&e(768, 768, 32768, 1)));
+        assert_eq!(
+            sweep("issue4_squares").unwrap(),
+            vec![e(4096, 4096, 4096, 1), e(8192, 8192, 8192, 1)]
+        );
     }
 
     #[test]
@@ -947,6 +1051,15 @@ mod tests {
             (20, 5, 0.0, true, false)
         );
         assert_eq!(o.shapes, sweep("smoke").unwrap());
+        assert_eq!((o.split_k, o.c_dtypes), (vec![1], None));
+
+        let o = parse_args(&args(
+            "--dtype f32_3xtf32,tf32,f32_fastf16,f32_fastbf16,s8 --c-dtype s8,s32,f32 --split-k 1,2,4,2,16",
+        ))
+        .unwrap();
+        assert_eq!(o.split_k, vec![1, 2, 4, 16], "repeats are dropped");
+        assert_eq!(o.c_dtypes, Some(vec![DType::S8, DType::S32, DType::F32]));
+        assert_eq!(o.dtypes.as_ref().map(Vec::len), Some(5));
 
         let o = parse_args(&args(
             "--dtype bf16,f16 --layout tn,nnt --shapes 1x2x3,4x5x6x7,1x2x3 --sweep issue3 --iters 10 \
@@ -985,6 +1098,11 @@ mod tests {
             "--sweep big",
             "--frobnicate",
             "--c-dtype tf32",
+            "--c-dtype f16,x",
+            "--dtype f32_4xtf32",
+            "--split-k 0",
+            "--split-k 2,x",
+            "--split-k ,",
         ] {
             assert!(parse_args(&args(bad)).is_err(), "{bad}");
         }
@@ -1007,6 +1125,18 @@ mod tests {
         if let Some(s) = simt {
             assert!(!in_selection(&o, s), "tf32 selects tensor-core f32 only");
         }
+        // The f32 maths are told apart: tf32 selects neither 3xTF32 nor the fast f16/bf16 kernels.
+        for label in common::F32_MATH_LABELS {
+            let o = parse_args(&args(&format!("--dtype {label} --layout all"))).unwrap();
+            for k in candidates(&o).unwrap_or_default() {
+                assert_eq!(common::dtype_label(k), label, "{}", k.rust_name);
+            }
+        }
+        let o = parse_args(&args("--dtype s8 --c-dtype s8,s32,f32 --layout tn")).unwrap();
+        for k in candidates(&o).unwrap_or_default() {
+            assert_eq!(k.element_a, DType::S8);
+            assert!([DType::S8, DType::S32, DType::F32].contains(&k.element_c));
+        }
         let o = parse_args(&args("--dtype bf16 --layout tn")).unwrap();
         for k in candidates(&o).unwrap_or_default() {
             assert_eq!(k.element_a, DType::Bf16);
@@ -1022,20 +1152,32 @@ mod tests {
         let listing = String::from_utf8(listing).unwrap();
         assert_eq!(listing.lines().count(), REGISTRY.all().len() + 1);
         for line in listing.lines().skip(1) {
-            assert_eq!(line.split('\t').count(), 13, "{line}");
+            assert_eq!(line.split('\t').count(), 15, "{line}");
         }
     }
 
     fn ran(info: &'static KernelInfo, extents: Extents, us: f64, rel_error: f64) -> Row {
+        ran_split(info, extents, 1, us, rel_error)
+    }
+
+    fn ran_split(
+        info: &'static KernelInfo,
+        extents: Extents,
+        split_k: usize,
+        us: f64,
+        rel_error: f64,
+    ) -> Row {
         let check = Check {
             samples: 260,
             rel_error,
+            max_abs_error: rel_error * 10.0,
             tolerance: 1e-2,
             unwritten: Some(0),
         };
         Row {
             info,
             extents,
+            split_k,
             outcome: Outcome::Ran(Measured {
                 timing: Timing {
                     median_us: us,
@@ -1069,7 +1211,9 @@ mod tests {
         let small = e(128, 128, 64, 2);
         let mut rows = vec![
             ran(k0, big, 300.0, 1e-4),
-            ran(k0, small, 5.0, 1.0), // failed verification: not eligible
+            ran(k0, small, 5.0, 1.0),           // failed verification: not eligible
+            ran_split(k0, big, 4, 100.0, 1e-4), // split-K: the table has no slice column
+            ran_split(k0, e(64, 64, 8192, 1), 8, 9.0, 1e-4),
         ];
         if let Some(t) = twin {
             rows.push(ran(t, big, 250.0, 1e-4));
@@ -1077,6 +1221,7 @@ mod tests {
         rows.push(Row {
             info: k0,
             extents: e(1, 1, 1, 1),
+            split_k: 1,
             outcome: Outcome::Failed("boom".into()),
         });
         let tsv = dispatch_tsv(&run_info(), &rows);
@@ -1120,17 +1265,26 @@ mod tests {
             format!("\"dtype\": \"{}\"", common::dtype_label(k0)),
             format!("\"layout\": \"{}\"", common::layout_ab(k0)),
             "\"epilogue\": \"linear_combination\"".to_string(),
-            "\"m\": 4096, \"n\": 4096, \"k\": 4096, \"batch\": 1".to_string(),
+            "\"m\": 4096, \"n\": 4096, \"k\": 4096, \"batch\": 1, \"split_k\": 1".to_string(),
+            format!("\"split_k_mode\": \"{}\"", k0.split_k),
+            format!("\"math\": \"{}\"", k0.math),
             "\"ours_us\": 200.00".to_string(),
             "\"ours_tflops\": 687.2".to_string(),
-            "\"verified\": true, \"rel_error\": 1.500e-4".to_string(),
+            "\"verified\": true, \"rel_error\": 1.500e-4, \"max_abs_error\": 1.500e-3".to_string(),
         ] {
             assert!(json.contains(&field), "{field} missing from {json}");
         }
         assert!(!json.contains("\"ref"), "compare.py adds the ref fields");
+        let split = json_row(&ran_split(k0, e(512, 512, 65536, 1), 16, 50.0, 1e-3), &run);
+        assert!(
+            split.contains("\"op\": \"gemm_split_k\"") && split.contains("\"split_k\": 16"),
+            "{split}"
+        );
+        assert!(json.contains("\"op\": \"gemm\""));
         let failed = Row {
             info: k0,
             extents: e(16, 16, 16, 1),
+            split_k: 1,
             outcome: Outcome::Failed("CUTLASS said \"no\"\n".into()),
         };
         let json = json_row(&failed, &run);
@@ -1141,7 +1295,9 @@ mod tests {
         assert!(!json.contains("ours_us"));
 
         let width = 20;
+        assert!(table_header(width).contains(" split "));
         let line = table_row(&row, width);
+        assert!(line.contains(" 4096     1 "), "{line}");
         assert!(
             line.contains("200.00") && line.contains("687.2") && line.contains("yes (1.5e-4)"),
             "{line}"

@@ -14,7 +14,7 @@ use std::ffi::c_void;
 use cudarc::driver::{
     result, sys, CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError,
 };
-use cutlass_aot::model::{DType, Layout, OpClass};
+use cutlass_aot::model::{DType, Layout, MathOp, OpClass, SplitK};
 use cutlass_aot::verify;
 use cutlass_aot::{GemmOperands, KernelInfo, MatrixShape, Operand};
 
@@ -22,14 +22,26 @@ use cutlass_aot::{GemmOperands, KernelInfo, MatrixShape, Operand};
 // Names
 // ---------------------------------------------------------------------------------------------
 
-/// The `dtype` of a result record: A's type, with f32 on tensor cores written `tf32`.
+/// The `dtype` of a result record: A's type, or for f32 operands on tensor cores the math that
+/// multiplies them: `tf32` (one TF32 product), `f32_3xtf32` (3xTF32: big and small TF32 parts,
+/// f32 accuracy), `f32_fastf16` / `f32_fastbf16` (operands rounded to f16 / bf16). f32 on SIMT
+/// cores stays `f32`.
 pub fn dtype_label(info: &KernelInfo) -> String {
     if info.opclass == OpClass::TensorOp && info.element_a == DType::F32 {
-        "tf32".to_string()
+        match info.math {
+            MathOp::MultiplyAddFastF32 => "f32_3xtf32",
+            MathOp::MultiplyAddFastF16 => "f32_fastf16",
+            MathOp::MultiplyAddFastBf16 => "f32_fastbf16",
+            MathOp::MultiplyAdd | MathOp::MultiplyAddSaturate => "tf32",
+        }
+        .to_string()
     } else {
         info.element_a.to_string()
     }
 }
+
+/// Every `dtype` label [`dtype_label`] gives beyond the manifest's type names.
+pub const F32_MATH_LABELS: [&str; 4] = ["tf32", "f32_3xtf32", "f32_fastf16", "f32_fastbf16"];
 
 /// `t` (row-major) or `n` (column-major).
 pub fn layout_letter(layout: Layout) -> char {
@@ -191,8 +203,8 @@ impl JsonRecord {
 }
 
 /// The identifying fields of a GEMM result record (DESIGN §6), up to the measurement: device,
-/// date, op, kernel (CUTLASS name), rust_name, kernel metadata, dtype (A's, `tf32` for f32 on
-/// tensor cores), dtype_b, dtype_c, layout (A and B letters), layout_c, epilogue, m, n, k, batch,
+/// date, op, kernel (CUTLASS name), rust_name, kernel metadata, dtype ([`dtype_label`]), dtype_b,
+/// dtype_c, layout (A and B letters), layout_c, epilogue, math, m, n, k, batch, split_k (1),
 /// alpha, beta.
 pub fn gemm_record(
     device: &str,
@@ -202,10 +214,25 @@ pub fn gemm_record(
     alpha: f64,
     beta: f64,
 ) -> JsonRecord {
+    gemm_record_split(device, date, info, e, 1, alpha, beta)
+}
+
+/// [`gemm_record`] of a launch with K split into `split_k` slices: `op` is `gemm_split_k` (DESIGN
+/// §6) when `split_k` > 1, and `split_k_mode` says how the kernel splits (serial, parallel,
+/// stream_k, none).
+pub fn gemm_record_split(
+    device: &str,
+    date: &str,
+    info: &KernelInfo,
+    e: Extents,
+    split_k: usize,
+    alpha: f64,
+    beta: f64,
+) -> JsonRecord {
     JsonRecord::new()
         .str("device", device)
         .str("date", date)
-        .str("op", "gemm")
+        .str("op", if split_k > 1 { "gemm_split_k" } else { "gemm" })
         .str("kernel", info.name)
         .str("rust_name", info.rust_name)
         .str("api", &info.api.to_string())
@@ -219,17 +246,21 @@ pub fn gemm_record(
         .str("layout", &layout_ab(info))
         .str("layout_c", &info.layout_c.letter().to_string())
         .str("epilogue", &info.epilogue.to_string())
+        .str("math", &info.math.to_string())
         .int("m", e.m)
         .int("n", e.n)
         .int("k", e.k)
         .int("batch", e.batch)
+        .int("split_k", split_k)
+        .str("split_k_mode", &info.split_k.to_string())
         .num("alpha", alpha, 3)
         .num("beta", beta, 3)
 }
 
 /// The measurement fields of a GEMM result record: iters, ours_us (median), ours_us_mean,
-/// ours_tflops, ours_gbps, then verified (`null` when not verified), rel_error, tolerance,
-/// samples and unwritten (when counted).
+/// ours_tflops, ours_gbps, then verified (`null` when not verified), rel_error (norm-wise over the
+/// samples), max_abs_error (largest |D − reference| of a sample), tolerance, samples and unwritten
+/// (when counted).
 pub fn measurement_fields(
     r: JsonRecord,
     timing: &Timing,
@@ -248,6 +279,7 @@ pub fn measurement_fields(
             let r = r
                 .bool("verified", c.passed())
                 .sci("rel_error", c.rel_error)
+                .sci("max_abs_error", c.max_abs_error)
                 .sci("tolerance", c.tolerance)
                 .int("samples", c.samples);
             match c.unwritten {
@@ -555,8 +587,13 @@ impl GemmData {
         })
     }
 
-    /// The operands for `launch_raw` (C only when this data has one).
+    /// The operands for `launch_raw` (C only when this data has one), K not split.
     pub fn operands(&self, alpha: f64, beta: f64) -> GemmOperands {
+        self.operands_split(alpha, beta, 1)
+    }
+
+    /// The operands for `launch_raw` with K split into `split_k_slices` slices (1: no split).
+    pub fn operands_split(&self, alpha: f64, beta: f64, split_k_slices: usize) -> GemmOperands {
         let s = &self.stream;
         let len = |shape: &MatrixShape| shape.rows * shape.cols * shape.batch_count;
         GemmOperands {
@@ -582,6 +619,7 @@ impl GemmData {
             },
             alpha,
             beta,
+            split_k_slices,
         }
     }
 
@@ -681,7 +719,10 @@ pub fn count_nan(dtype: DType, bytes: &[u8]) -> usize {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Check {
     pub samples: usize,
+    /// ‖D − reference‖ / ‖reference‖ over the samples ([`verify::relative_error`]).
     pub rel_error: f64,
+    /// The largest |D − reference| of one sample (infinite when a sample is not finite).
+    pub max_abs_error: f64,
     pub tolerance: f64,
     /// NaN outputs in all of D (poisoned before the run), when D was small enough to count.
     pub unwritten: Option<usize>,
@@ -696,10 +737,77 @@ impl Check {
 /// Largest D (bytes) whose NaNs are counted in full after a verification run.
 pub const FULL_NAN_SCAN_BYTES: usize = 64 << 20;
 
-/// Compares D at `positions` with `reference` (from [`GemmData::reference`]) for `info`.
+/// The largest |out − reference| (infinite if an output is not finite; 0 when empty).
+pub fn max_abs_error(out: &[f64], reference: &[f64]) -> f64 {
+    out.iter().zip(reference).fold(0.0, |worst, (&o, &r)| {
+        if o.is_finite() {
+            worst.max((o - r).abs())
+        } else {
+            f64::INFINITY
+        }
+    })
+}
+
+/// The verification tolerance of `info` on a problem of depth `k` with K split into `slices`
+/// (relative error against the f64 reference rounded to C's type, as [`verify::relative_error`]
+/// measures it). It is [`verify::tolerance`] except where the profiler knows more:
+///
+/// * **3xTF32** (`multiply_add_fast_f32`): held to f32-like error, not TF32's. Each product keeps
+///   about 21 bits (the dropped small·small term and the small parts' own rounding: 2^-22
+///   relative), and the sum is an f32 accumulation whose tensor-core adds may truncate instead of
+///   round (three MMAs per K step), which biases the result by up to about 1e-8·k (a host
+///   simulation of round-toward-zero accumulation: 9.6e-6 at k = 1024, 4.4e-5 at 4096, 7.3e-5 at
+///   8192). The tolerance is max(1e-5, 1.5e-8·k) — at k ≤ 8192 below the error of 2xTF32 (one
+///   cross term missing: 1.6e-4) and far below 1xTF32's (7e-4 on these inputs at any k), so a
+///   kernel that silently ran as TF32 fails.
+/// * **fast f16 / bf16** (`multiply_add_fast_f16` / `_bf16`): the operands are rounded to f16 /
+///   bf16, an error of up to 2^-11 / 2^-8 per operand (norm-wise about 4e-4 / 3e-3 on these inputs,
+///   twice that if the conversion truncates): the f16 and bf16 output terms, 2e-3 and 1e-2, plus
+///   the f32 accumulation's 1e-8·k.
+/// * **serial split-K** with an f16 or bf16 output: the running sum is rounded to D's type between
+///   slices, one more rounding per slice: the tolerance grows with √slices. Parallel split-K and
+///   stream-K reduce in f32 (their tolerance does not change).
+pub fn tolerance(info: &KernelInfo, k: usize, slices: usize) -> f64 {
+    let k = k as f64;
+    let output = match info.element_c {
+        DType::F16 => 2e-3,
+        DType::Bf16 => 1e-2,
+        DType::F32 => 1e-5,
+        DType::F64 => 1e-12,
+        _ => verify::tolerance(info),
+    };
+    let fast_f32 = info.opclass == OpClass::TensorOp && info.element_a == DType::F32;
+    let base = match info.math {
+        MathOp::MultiplyAddFastF32 if fast_f32 => output.max(1.5e-8 * k),
+        MathOp::MultiplyAddFastF16 if fast_f32 => output.max(2e-3) + 1e-8 * k,
+        MathOp::MultiplyAddFastBf16 if fast_f32 => output.max(1e-2) + 1e-8 * k,
+        _ => verify::tolerance(info),
+    };
+    let rounds_between_slices =
+        info.split_k == SplitK::Serial && slices > 1 && matches!(info.element_c, DType::F16 | DType::Bf16);
+    if rounds_between_slices {
+        base * (slices as f64).sqrt()
+    } else {
+        base
+    }
+}
+
+/// Compares D at `positions` with `reference` (from [`GemmData::reference`]) for `info`, K not
+/// split.
 pub fn check(
     data: &GemmData,
     info: &KernelInfo,
+    positions: &[(usize, usize, usize)],
+    reference: &[f64],
+) -> Result<Check, DriverError> {
+    check_split(data, info, 1, positions, reference)
+}
+
+/// [`check`] of a launch with K split into `slices`, against [`tolerance`].
+pub fn check_split(
+    data: &GemmData,
+    info: &KernelInfo,
+    slices: usize,
     positions: &[(usize, usize, usize)],
     reference: &[f64],
 ) -> Result<Check, DriverError> {
@@ -707,7 +815,8 @@ pub fn check(
     Ok(Check {
         samples: positions.len(),
         rel_error: verify::relative_error(&got, reference),
-        tolerance: verify::tolerance(info),
+        max_abs_error: max_abs_error(&got, reference),
+        tolerance: tolerance(info, data.extents.k, slices),
         unwritten: data.count_nan_d(FULL_NAN_SCAN_BYTES)?,
     })
 }
@@ -972,6 +1081,78 @@ mod tests {
                 if dtype.is_integer() { 0 } else { 4 }
             );
         }
+    }
+
+    fn kernels_where(f: impl Fn(&KernelInfo) -> bool) -> Vec<&'static KernelInfo> {
+        cutlass_aot::kernels::REGISTRY.filter(f).collect()
+    }
+
+    #[test]
+    fn dtype_labels_name_the_math() {
+        for k in cutlass_aot::kernels::REGISTRY.all() {
+            let label = dtype_label(k);
+            let tensor_f32 = k.opclass == OpClass::TensorOp && k.element_a == DType::F32;
+            let want = match (tensor_f32, k.math) {
+                (true, MathOp::MultiplyAddFastF32) => "f32_3xtf32".to_string(),
+                (true, MathOp::MultiplyAddFastF16) => "f32_fastf16".to_string(),
+                (true, MathOp::MultiplyAddFastBf16) => "f32_fastbf16".to_string(),
+                (true, _) => "tf32".to_string(),
+                (false, _) => k.element_a.to_string(),
+            };
+            assert_eq!(label, want, "{}", k.rust_name);
+            assert!(
+                F32_MATH_LABELS.contains(&label.as_str()) || DType::from_manifest_name(&label).is_some(),
+                "{label}"
+            );
+        }
+        // The default manifest has each kind (issue 4).
+        for label in F32_MATH_LABELS.iter().chain(&["f32", "s8"]) {
+            assert!(
+                !kernels_where(|k| dtype_label(k) == *label).is_empty(),
+                "no {label} kernel in the default manifest"
+            );
+        }
+    }
+
+    #[test]
+    fn tolerances_by_math_and_split() {
+        let one = |math: MathOp| {
+            kernels_where(|k| k.math == math && k.opclass == OpClass::TensorOp && k.element_a == DType::F32)
+                .first()
+                .copied()
+        };
+        let x3 = one(MathOp::MultiplyAddFastF32).expect("a 3xTF32 kernel");
+        let tf32 = one(MathOp::MultiplyAdd).expect("a TF32 kernel");
+        // 3xTF32: f32-like, growing with k, well under 2xTF32's 1.6e-4 up to k = 8192 and under the
+        // TF32 tolerance everywhere it is used.
+        assert_eq!(tolerance(x3, 100, 1), 1e-5);
+        assert!((tolerance(x3, 4096, 1) - 6.144e-5).abs() < 1e-9);
+        assert!(tolerance(x3, 8192, 1) < 1.6e-4);
+        assert!(tolerance(x3, 8192, 1) * 30.0 < tolerance(tf32, 8192, 1));
+        assert_eq!(tolerance(tf32, 8192, 1), verify::tolerance(tf32));
+        if let Some(f16) = one(MathOp::MultiplyAddFastF16) {
+            assert!((tolerance(f16, 1000, 1) - 2.01e-3).abs() < 1e-9);
+        }
+        if let Some(bf16) = one(MathOp::MultiplyAddFastBf16) {
+            assert!((tolerance(bf16, 1000, 1) - 1.001e-2).abs() < 1e-9);
+        }
+        // Serial split-K with f16 output: √slices; parallel and stream-K: unchanged.
+        let f16 = |mode: SplitK| {
+            kernels_where(|k| k.split_k == mode && k.element_c == DType::F16)
+                .first()
+                .copied()
+        };
+        let serial = f16(SplitK::Serial).expect("a serial split-K f16 kernel");
+        assert_eq!(tolerance(serial, 65536, 1), verify::tolerance(serial));
+        assert_eq!(tolerance(serial, 65536, 16), 4.0 * verify::tolerance(serial));
+        for mode in [SplitK::Parallel, SplitK::StreamK] {
+            if let Some(k) = f16(mode) {
+                assert_eq!(tolerance(k, 65536, 16), verify::tolerance(k), "{}", k.rust_name);
+            }
+        }
+        assert_eq!(max_abs_error(&[1.0, 2.5], &[1.5, 2.0]), 0.5);
+        assert_eq!(max_abs_error(&[f64::NAN], &[1.0]), f64::INFINITY);
+        assert_eq!(max_abs_error(&[], &[]), 0.0);
     }
 
     #[test]
