@@ -91,7 +91,11 @@ def gemm_key(r):
     layout = r.get("layout", "tn")[:2]
     layout_c = r.get("layout_c", (r.get("layout", "tnt") + "t")[2])
     m, n = r["m"], r["n"]
-    if layout_c == "n":
+    if r.get("layout", "").startswith("n32"):
+        # CUTLASS's interleaved-32 int8 layouts (A n32, B t32, C n32): the same GEMM, in a
+        # storage order of its own; torch runs it in its own (row x column).
+        layout = "n32t32"
+    elif layout_c == "n":
         layout = FLIP[layout[1]] + FLIP[layout[0]]
         m, n = n, m
     dtype = r.get("dtype")
@@ -153,7 +157,7 @@ def reference_plan(key):
     """What torch runs for `key`: (ref name, None), or (None, why there is none)."""
     dtype, layout, m, n, k, batch, beta = key
     if dtype.startswith("s8>"):
-        if layout != "tn":
+        if layout not in ("tn", "n32t32"):
             return None, f"{INT_MM} takes A row-major and B column-major (layout tn), not {layout}"
         if batch != 1 or beta:
             return None, f"{INT_MM} has no batch and no beta"

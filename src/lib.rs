@@ -51,7 +51,9 @@ pub use gemm::{Gemm, GemmKernel, GemmOperands, Operand, Prepared, Raster, Tuning
 pub use image::Image;
 pub use matrix::{MatrixMut, MatrixRef, MatrixShape};
 pub use registry::{GemmProblem, KernelInfo, Registry, SplitKReduction, Unsupported};
-pub use types::{ColumnMajor, Element, LayoutTag, RowMajor, Scalar, F8E4M3, F8E5M2};
+pub use types::{
+    ColumnInterleaved32, ColumnMajor, Element, LayoutTag, RowInterleaved32, RowMajor, Scalar, F8E4M3, F8E5M2,
+};
 
 /// The kernels of this crate's `kernel_manifest.yaml`: one module per kernel, plus `REGISTRY`.
 pub mod kernels {

@@ -23,10 +23,14 @@ pub struct MatrixShape {
 impl MatrixShape {
     /// A single `rows × cols` matrix with no padding (ld = its contiguous extent).
     pub fn packed(rows: usize, cols: usize, layout: Layout) -> Self {
-        let ld = match layout {
-            Layout::Row => cols,
-            Layout::Column => rows,
-        };
+        let ld = MatrixShape {
+            rows,
+            cols,
+            ld: 0,
+            batch_count: 1,
+            batch_stride: 0,
+        }
+        .inner(layout);
         MatrixShape {
             rows,
             cols,
@@ -36,19 +40,24 @@ impl MatrixShape {
         }
     }
 
-    /// Length of the contiguous dimension (what `ld` must cover).
+    /// Elements of one `ld`-strided line (what `ld` must cover): a row (row-major), a column
+    /// (column-major), or a group of 32 columns (rows) of an interleaved layout, 32 per row (column).
     pub fn inner(&self, layout: Layout) -> usize {
         match layout {
             Layout::Row => self.cols,
             Layout::Column => self.rows,
+            Layout::ColumnInterleaved32 => self.rows * 32,
+            Layout::RowInterleaved32 => self.cols * 32,
         }
     }
 
-    /// Number of `ld`-strided lines.
+    /// Number of `ld`-strided lines (the last group of an interleaved layout is padded to 32).
     pub fn outer(&self, layout: Layout) -> usize {
         match layout {
             Layout::Row => self.rows,
             Layout::Column => self.cols,
+            Layout::ColumnInterleaved32 => self.cols.div_ceil(32),
+            Layout::RowInterleaved32 => self.rows.div_ceil(32),
         }
     }
 

@@ -280,6 +280,8 @@ impl KernelInfo {
         let contiguous = |layout: Layout, rows: usize, cols: usize| match layout {
             Layout::Row => (cols, "columns"),
             Layout::Column => (rows, "rows"),
+            Layout::ColumnInterleaved32 => (cols, "columns (interleaved in groups of 32)"),
+            Layout::RowInterleaved32 => (rows, "rows (interleaved in groups of 32)"),
         };
         let operands = [
             (
@@ -319,6 +321,13 @@ impl KernelInfo {
             want(extent % align == 0, &|| {
                 format!("{operand} has {extent} {what} (its contiguous extent), not a multiple of the kernel's alignment {align}")
             });
+            // CUTLASS's interleaved iterators walk whole groups of 32.
+            if let Some(interleave) = layout.interleave() {
+                let interleave = interleave as usize;
+                want(extent % interleave == 0, &|| {
+                    format!("{operand} has {extent} {what}, not a multiple of the interleave {interleave}")
+                });
+            }
             if let Some(ld) = ld {
                 want(ld % align == 0, &|| {
                     format!(

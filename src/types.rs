@@ -78,6 +78,22 @@ impl LayoutTag for ColumnMajor {
     const LAYOUT: Layout = Layout::Column;
 }
 
+/// CUTLASS's `ColumnMajorInterleaved<32>`: element (r, c) at `(c / 32) * ld + r * 32 + c % 32`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ColumnInterleaved32;
+/// CUTLASS's `RowMajorInterleaved<32>` as its interleaved int8 GEMMs read B: element (r, c) at
+/// `(r / 32) * ld + p(c) * 32 + r % 32`, where `p` reorders the columns of each group of 32
+/// ([`crate::verify::reordered_column`], CUTLASS's `reorder_column<32>`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RowInterleaved32;
+
+impl LayoutTag for ColumnInterleaved32 {
+    const LAYOUT: Layout = Layout::ColumnInterleaved32;
+}
+impl LayoutTag for RowInterleaved32 {
+    const LAYOUT: Layout = Layout::RowInterleaved32;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 8-bit floats
 // ---------------------------------------------------------------------------------------------

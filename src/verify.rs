@@ -109,11 +109,21 @@ pub fn random_values(dtype: DType, n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// Where CUTLASS's interleaved int8 GEMMs expect column `col` of a `RowInterleaved32` B: permuted
+/// within its group of 32 to the order the tensor-core fragments read (`cutlass::reorder_column<32>`
+/// of CUTLASS's interleaved test bed).
+pub fn reordered_column(col: usize) -> usize {
+    (col / 32) * 32 + ((col % 8) / 2) * 8 + ((col % 32) / 8) * 2 + col % 2
+}
+
 /// Offset of element (row, col) of batch `batch`.
 pub fn offset(shape: &MatrixShape, layout: Layout, batch: usize, row: usize, col: usize) -> usize {
     let within = match layout {
         Layout::Row => row * shape.ld + col,
         Layout::Column => col * shape.ld + row,
+        // CUTLASS's ColumnMajorInterleaved<32> and RowMajorInterleaved<32>.
+        Layout::ColumnInterleaved32 => (col / 32) * shape.ld + row * 32 + col % 32,
+        Layout::RowInterleaved32 => (row / 32) * shape.ld + reordered_column(col) * 32 + row % 32,
     };
     batch * shape.batch_stride + within
 }

@@ -146,6 +146,23 @@ const SPLIT_K_CASES: &[Case] = &[
     },
 ];
 
+/// What every extent of a test problem is rounded up to: the largest alignment, and 32 for
+/// kernels with interleaved layouts (whose groups of 32 must be whole).
+fn extent_multiple(info: &KernelInfo) -> usize {
+    let align = [info.alignment_a, info.alignment_b, info.alignment_c]
+        .into_iter()
+        .max()
+        .unwrap() as usize;
+    let interleaved = [info.layout_a, info.layout_b, info.layout_c]
+        .iter()
+        .any(|l| l.interleave().is_some());
+    if interleaved {
+        align.max(32)
+    } else {
+        align
+    }
+}
+
 fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
 }
@@ -176,17 +193,16 @@ fn host_matrix(
     pad: usize,
     seed: Option<u64>,
 ) -> HostMatrix {
-    let align = align as usize;
-    let inner = if layout == Layout::Row { cols } else { rows };
-    let outer = if layout == Layout::Row { rows } else { cols };
-    let ld = inner + pad * align;
-    let batch_stride = round_up(outer * ld, align);
+    // Padding keeps an interleaved layout's groups of 32 whole.
+    let align = align as usize * layout.interleave().unwrap_or(1) as usize;
+    let packed = MatrixShape::packed(rows, cols, layout);
+    let ld = packed.ld + pad * align;
+    let batch_stride = round_up(packed.outer(layout) * ld, align);
     let shape = MatrixShape {
-        rows,
-        cols,
         ld,
         batch_count: batch,
         batch_stride,
+        ..packed
     };
     let len = shape.required_len(layout).unwrap();
     let data = match seed {
@@ -224,10 +240,7 @@ impl DeviceMatrix {
 /// against the reference, and that nothing outside D's matrices was written.
 fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Result<(), Failed> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
-    let align = [info.alignment_a, info.alignment_b, info.alignment_c]
-        .into_iter()
-        .max()
-        .unwrap() as usize;
+    let align = extent_multiple(info);
     let (m, n, k) = (
         round_up(case.m, align),
         round_up(case.n, align),
@@ -594,10 +607,7 @@ fn typed_rejections(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
 /// device arrays of pointers, with C and beta; each D is checked against the reference.
 fn array_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), Failed> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
-    let align = [info.alignment_a, info.alignment_b, info.alignment_c]
-        .into_iter()
-        .max()
-        .unwrap() as usize;
+    let align = extent_multiple(info);
     let (m, n, k) = (round_up(133, align), round_up(77, align), round_up(300, align));
     let count = 3;
     let (alpha, beta) = if info.element_epilogue.is_integer() {

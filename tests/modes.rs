@@ -143,6 +143,37 @@ fn mode_kernels_carry_their_math_split_k_swizzle_and_epilogue() {
 }
 
 #[test]
+fn interleaved_int8_kernel_takes_groups_of_32() {
+    let k = kernel("gemm_s8_n32t32n32_s8");
+    assert_eq!(
+        (k.layout_a, k.layout_b, k.layout_c),
+        (
+            Layout::ColumnInterleaved32,
+            Layout::RowInterleaved32,
+            Layout::ColumnInterleaved32
+        )
+    );
+    assert_eq!((k.alignment_a, k.alignment_c), (16, 8));
+    assert!(k.name.contains("_n32t32_"), "{}", k.name);
+    // Packed: a group of 32 columns of A (m×k) is m·32 elements.
+    let a = MatrixShape::packed(96, 64, Layout::ColumnInterleaved32);
+    assert_eq!(
+        (a.ld, a.required_len(Layout::ColumnInterleaved32)),
+        (96 * 32, Some(96 * 64))
+    );
+    assert!(k.supports(&problem(k, 96, 64, 128)).is_ok());
+    let r = reasons(k, &problem(k, 96, 48, 128));
+    assert_contains(
+        &r,
+        "C/D has 48 columns (interleaved in groups of 32), not a multiple of the interleave 32",
+    );
+    let prepared = k
+        .prepare(&plan(k, &operands(k, 256, 128, 256), &H100).unwrap())
+        .unwrap();
+    assert_eq!(prepared.launch.workspace_bytes, 0);
+}
+
+#[test]
 fn discovery_filters_on_split_k_and_math() {
     let p = problem(kernel("gemm_f32_3xtf32_tn"), 4096, 4096, 4096).on_compute_capability(90);
     let fast: Vec<_> = kernels::REGISTRY

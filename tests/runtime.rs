@@ -42,7 +42,7 @@ const MANIFEST_ORDER_2X: [&str; 13] = [
 ];
 
 /// The 2.x kernels at the end of the manifest: 3xTF32, fast f16/bf16, int8, split-K, horizontal.
-const MANIFEST_ORDER_MODES: [&str; 11] = [
+const MANIFEST_ORDER_MODES: [&str; 12] = [
     "gemm_f32_3xtf32_tt",
     "gemm_f32_3xtf32_tn",
     "gemm_f32_3xtf32_nnn",
@@ -51,6 +51,7 @@ const MANIFEST_ORDER_MODES: [&str; 11] = [
     "gemm_s8_tn_s8",
     "gemm_s8_tn_s32",
     "gemm_s8_tn_f32",
+    "gemm_s8_n32t32n32_s8",
     "gemm_f16_tn_128x128_splitk_serial",
     "gemm_f16_tn_128x128_splitk_parallel",
     "gemm_f16_tn_horizontal",
@@ -266,6 +267,10 @@ fn registry_filter_by_metadata() {
         ["gemm_tf32_tt", "gemm_tf32_tn"]
     );
     assert_eq!(names(&|k| k.layout_c == Layout::Column), ["gemm_f32_3xtf32_nnn"]);
+    assert_eq!(
+        names(&|k| k.layout_c == Layout::ColumnInterleaved32),
+        ["gemm_s8_n32t32n32_s8"]
+    );
     assert_eq!(names(&|_| true).len(), 13 + MANIFEST_ORDER_MODES.len());
     // Besides it, only the transposed small-M Hopper kernels have a column-major C.
     assert!(kernels::REGISTRY

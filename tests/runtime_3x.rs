@@ -35,7 +35,7 @@ const ADDR_WORKSPACE: u64 = 0x7f40_0000_0000;
 const COUNT_2X: usize = 13;
 
 /// Number of CUTLASS 2.x kernels after the 3.x ones (the modes and number formats of issue 4).
-const COUNT_2X_MODES: usize = 11;
+const COUNT_2X_MODES: usize = 12;
 
 /// The arch-90 kernels of `kernel_manifest.yaml`, in manifest order: a family expands in field
 /// order (`a`, then `tile`, then `cluster`), and the families follow one another.

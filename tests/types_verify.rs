@@ -630,3 +630,23 @@ fn s8_reference_rounding_is_exact() {
     assert_eq!(device, [127.0, -128.0, 126.0, 127.0, -4.0, 0.0, 12.0]);
     assert_eq!(verify::relative_error(&device, &rounded), 0.0);
 }
+
+#[test]
+fn interleaved_offsets_follow_cutlass() {
+    use cutlass_aot::model::Layout;
+    use cutlass_aot::verify::{offset, reordered_column};
+    use cutlass_aot::MatrixShape;
+    // reorder_column<32> is a permutation of each group of 32.
+    let mut seen: Vec<usize> = (0..64).map(reordered_column).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..64).collect::<Vec<_>>());
+    assert_eq!(
+        (reordered_column(1), reordered_column(2), reordered_column(8)),
+        (1, 8, 2)
+    );
+    let a = MatrixShape::packed(4, 64, Layout::ColumnInterleaved32);
+    assert_eq!(a.ld, 128);
+    assert_eq!(offset(&a, Layout::ColumnInterleaved32, 0, 1, 33), 128 + 32 + 1);
+    let b = MatrixShape::packed(64, 4, Layout::RowInterleaved32);
+    assert_eq!(offset(&b, Layout::RowInterleaved32, 0, 33, 2), 128 + 8 * 32 + 1);
+}

@@ -120,6 +120,8 @@ fn layout_type(l: Layout) -> TokenStream {
     match l {
         Layout::Row => quote!(::cutlass_aot::RowMajor),
         Layout::Column => quote!(::cutlass_aot::ColumnMajor),
+        Layout::ColumnInterleaved32 => quote!(::cutlass_aot::ColumnInterleaved32),
+        Layout::RowInterleaved32 => quote!(::cutlass_aot::RowInterleaved32),
     }
 }
 

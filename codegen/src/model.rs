@@ -112,7 +112,7 @@ impl GemmKernel {
         }
         let mut layout = format!("{}{}", self.layout_a.letter(), self.layout_b.letter());
         if self.layout_c == Layout::Row {
-            layout.push(self.layout_c.letter());
+            layout.push_str(self.layout_c.letter());
         }
         let mut name = format!(
             "cutlass_{}_{}_{}x{}_{}x{}_{}_align{}",
@@ -188,6 +188,12 @@ impl GemmKernel {
 
     /// C alignment a kernel gets when the manifest does not name one.
     pub fn default_alignment_c(&self) -> u32 {
-        self.alignment_a.min(self.element_c.max_alignment())
+        // CUTLASS's interleaved epilogue stores 64-bit vectors.
+        let bits = if self.layout_c.interleave().is_some() {
+            64
+        } else {
+            128
+        };
+        self.alignment_a.min(bits / self.element_c.bits())
     }
 }

@@ -43,11 +43,6 @@ pub fn dtype_label(info: &KernelInfo) -> String {
 /// Every `dtype` label [`dtype_label`] gives beyond the manifest's type names.
 pub const F32_MATH_LABELS: [&str; 4] = ["tf32", "f32_3xtf32", "f32_fastf16", "f32_fastbf16"];
 
-/// `t` (row-major) or `n` (column-major).
-pub fn layout_letter(layout: Layout) -> char {
-    layout.letter()
-}
-
 /// The layout letter's layout.
 pub fn letter_layout(letter: char) -> Option<Layout> {
     match letter {
@@ -244,7 +239,7 @@ pub fn gemm_record_split(
         .str("dtype_b", &info.element_b.to_string())
         .str("dtype_c", &info.element_c.to_string())
         .str("layout", &layout_ab(info))
-        .str("layout_c", &info.layout_c.letter().to_string())
+        .str("layout_c", info.layout_c.letter())
         .str("epilogue", &info.epilogue.to_string())
         .str("math", &info.math.to_string())
         .int("m", e.m)

@@ -123,6 +123,14 @@ spelled_enum! {
         Row = "row",
         /// Column-major (`n` in BLAS/CUTLASS naming).
         Column = "column",
+        /// CUTLASS's `ColumnMajorInterleaved<32>` (`n32`): columns in groups of 32, each group
+        /// stored row by row, 32 contiguous elements per row (int8 tensor-op kernels).
+        ColumnInterleaved32 = "column_interleaved_32",
+        /// CUTLASS's `RowMajorInterleaved<32>` (`t32`) as its interleaved int8 GEMMs read B: rows in
+        /// groups of 32, each group stored column by column, 32 contiguous elements per column, and
+        /// the columns of each group of 32 reordered for the tensor cores (CUTLASS's
+        /// `reorder_column<32>`; `cutlass_aot::verify::reordered_column` gives the order).
+        RowInterleaved32 = "row_interleaved_32",
     }
 }
 
@@ -131,6 +139,16 @@ impl Layout {
         match self {
             Layout::Row => "cutlass::layout::RowMajor",
             Layout::Column => "cutlass::layout::ColumnMajor",
+            Layout::ColumnInterleaved32 => "cutlass::layout::ColumnMajorInterleaved<32>",
+            Layout::RowInterleaved32 => "cutlass::layout::RowMajorInterleaved<32>",
+        }
+    }
+
+    /// The interleave of an interleaved layout (32), or `None`.
+    pub fn interleave(self) -> Option<u32> {
+        match self {
+            Layout::ColumnInterleaved32 | Layout::RowInterleaved32 => Some(32),
+            Layout::Row | Layout::Column => None,
         }
     }
 
@@ -140,14 +158,19 @@ impl Layout {
         match self {
             Layout::Row => Layout::Column,
             Layout::Column => Layout::Row,
+            Layout::ColumnInterleaved32 => Layout::RowInterleaved32,
+            Layout::RowInterleaved32 => Layout::ColumnInterleaved32,
         }
     }
 
-    /// `t` (row-major, "transposed") or `n` (column-major), as CUTLASS names kernels.
-    pub fn letter(self) -> char {
+    /// `t` (row-major, "transposed") or `n` (column-major), `t32` / `n32` interleaved, as CUTLASS
+    /// names kernels.
+    pub fn letter(self) -> &'static str {
         match self {
-            Layout::Row => 't',
-            Layout::Column => 'n',
+            Layout::Row => "t",
+            Layout::Column => "n",
+            Layout::ColumnInterleaved32 => "n32",
+            Layout::RowInterleaved32 => "t32",
         }
     }
 }

@@ -176,13 +176,66 @@ fn types(k: &GemmKernel, out: &mut Vec<Finding>) {
             ),
         ));
     }
-    if a == DType::S8 && (k.layout_a, k.layout_b) != (Layout::Row, Layout::Column) {
+    layouts(k, out);
+}
+
+/// Interleaved layouts exist for s8 only, as CUTLASS's one combination (A n32, B t32, C n32); s8
+/// otherwise reads both operands K-major (A row, B column).
+fn layouts(k: &GemmKernel, out: &mut Vec<Finding>) {
+    let (la, lb, lc) = (k.layout_a, k.layout_b, k.layout_c);
+    let interleaved = [la, lb, lc].iter().any(|l| l.interleave().is_some());
+    let canonical = (
+        Layout::ColumnInterleaved32,
+        Layout::RowInterleaved32,
+        Layout::ColumnInterleaved32,
+    );
+    if k.element_a != DType::S8 {
+        if interleaved {
+            out.push((
+                "layout_a",
+                format!(
+                    "interleaved layouts are only for s8 (layouts are {la}, {lb}, {lc} with a {}); allowed: row, \
+                     column",
+                    k.element_a
+                ),
+            ));
+        }
+        return;
+    }
+    if interleaved {
+        if (la, lb, lc) != canonical {
+            out.push((
+                "layout_a",
+                format!(
+                    "layouts {la}, {lb}, {lc} are not an interleaved combination CUTLASS builds; allowed for s8: \
+                     layout_a column_interleaved_32, layout_b row_interleaved_32, layout_c column_interleaved_32"
+                ),
+            ));
+        } else if k.alignment_c != 8 {
+            out.push((
+                "alignment_c",
+                format!(
+                    "{} is not allowed with an interleaved C; allowed: 8 (CUTLASS's interleaved epilogue \
+                     stores 64 bits)",
+                    k.alignment_c
+                ),
+            ));
+        }
+        if k.split_k == SplitK::Parallel {
+            out.push((
+                "split_k",
+                "parallel split-K reduces row- or column-major outputs only; allowed with an interleaved C: \
+                 serial"
+                    .to_string(),
+            ));
+        }
+    } else if (la, lb) != (Layout::Row, Layout::Column) {
         out.push((
             "layout_a",
             format!(
-                "a {}-major and b {}-major are not supported for s8: the int8 tensor-op instructions read \
-                 both operands K-major; allowed: layout_a row with layout_b column",
-                k.layout_a, k.layout_b
+                "a {la}-major and b {lb}-major are not supported for s8: the int8 tensor-op instructions read \
+                 both operands K-major; allowed: layout_a row with layout_b column (or the interleaved \
+                 combination column_interleaved_32, row_interleaved_32, column_interleaved_32)"
             ),
         ));
     }

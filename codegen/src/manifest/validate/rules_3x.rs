@@ -167,6 +167,22 @@ fn types(k: &GemmKernel, out: &mut Vec<Finding>) -> bool {
 
 /// The warpgroup MMA reads 32-bit (TF32) and 8-bit operands from shared memory only K-major.
 fn layouts(k: &GemmKernel, out: &mut Vec<Finding>) {
+    for (field, layout) in [
+        ("layout_a", k.layout_a),
+        ("layout_b", k.layout_b),
+        ("layout_c", k.layout_c),
+    ] {
+        if layout.interleave().is_some() {
+            out.push((
+                field,
+                format!(
+                    "{layout} is not supported on arch 90 (TMA reads row- and column-major tensors); allowed: \
+                     row, column (interleaved layouts are for s8 on arch 80)"
+                ),
+            ));
+            return;
+        }
+    }
     let a = k.element_a;
     if !matches!(a, DType::F32 | DType::E4m3 | DType::E5m2 | DType::S8) {
         return; // f16 and bf16 take all four layouts
