@@ -377,14 +377,16 @@ impl KernelInfo {
         if slices > 1 {
             want(self.split_k != SplitK::None, &|| {
                 format!(
-                    "this kernel cannot split K ({} scheduler); use split-K slices 1, a stream-K kernel                      (`tile_scheduler: stream_k`) or a 2.x kernel",
+                    "this kernel cannot split K ({} scheduler); use split-K slices 1, a stream-K kernel \
+                        (`tile_scheduler: stream_k`) or a 2.x kernel",
                     self.tile_scheduler
                 )
             });
             let tiles = self.k_tiles(problem.k);
             want(slices <= tiles, &|| {
                 format!(
-                    "{slices} split-K slices exceed K's {tiles} tile(s) of {} (k = {}): a slice must hold at                      least one tile; use at most {tiles}",
+                    "{slices} split-K slices exceed K's {tiles} tile(s) of {} (k = {}): a slice must hold at \
+                        least one tile; use at most {tiles}",
                     self.tile.k, problem.k
                 )
             });
@@ -402,15 +404,17 @@ impl KernelInfo {
             want(
                 !(self.split_k == SplitK::Serial && self.element_c == DType::S8),
                 &|| {
-                    "serial split-K would clamp the running sum to s8 between slices; use a kernel with                  `split_k: parallel` (partial sums in s32) or 1 slice"
-                    .to_string()
+                    "serial split-K would clamp the running sum to s8 between slices; use a kernel with \
+                        `split_k: parallel` (partial sums in s32) or 1 slice"
+                        .to_string()
                 },
             );
         }
         if self.split_k == SplitK::Parallel {
             want(problem.batch_count == 1 && !problem.pointer_arrays, &|| {
                 format!(
-                    "a parallel split-K kernel reduces one GEMM, not a batch of {}; use a kernel without                      `split_k: parallel` for batches",
+                    "a parallel split-K kernel reduces one GEMM, not a batch of {}; use a kernel without \
+                        `split_k: parallel` for batches",
                     problem.batch_count
                 )
             });
@@ -421,7 +425,8 @@ impl KernelInfo {
     fn array_rules(&self, problem: &GemmProblem, want: &mut impl FnMut(bool, &dyn Fn() -> String)) {
         if problem.pointer_arrays {
             want(self.api == Api::Cutlass2x, &|| {
-                "array mode (pointer arrays) needs a CUTLASS 2.x kernel (arch 80); this binary's 3.x kernels                  take strided batches only"
+                "array mode (pointer arrays) needs a CUTLASS 2.x kernel (arch 80); this binary's 3.x kernels \
+                    take strided batches only"
                     .to_string()
             });
         }
