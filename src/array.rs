@@ -69,31 +69,7 @@ fn common_shape(shapes: &[(MatrixShape, usize)], layout: crate::model::Layout) -
                 ),
             ));
         }
-        let inner = shape.inner(layout);
-        if shape.ld < inner {
-            return Err(Error::invalid(
-                WHAT,
-                format!(
-                    "leading dimension {} is smaller than the {inner} elements of a {layout}-major line",
-                    shape.ld
-                ),
-            ));
-        }
-        match shape.required_len(layout) {
-            Some(need) if need <= len => {}
-            need => {
-                return Err(Error::invalid(
-                    WHAT,
-                    format!(
-                        "matrix {i} ({}×{}, ld {}) needs a buffer of {} elements but its buffer has {len}",
-                        shape.rows,
-                        shape.cols,
-                        shape.ld,
-                        need.map_or("more than usize::MAX".to_string(), |n| n.to_string())
-                    ),
-                ))
-            }
-        }
+        gemm::check_buffer(WHAT, &format!("matrix {i}"), len, &shape, layout)?;
     }
     Ok(first)
 }
@@ -391,13 +367,7 @@ pub fn plan_array(
                 op.pointers
             ));
         }
-        let inner = op.shape.inner(layout);
-        if op.shape.ld < inner {
-            return fail(format!(
-                "leading dimension {} is smaller than the {inner} elements of a {layout}-major line",
-                op.shape.ld
-            ));
-        }
+        gemm::check_ld(info.name, name, &op.shape, layout)?;
         let bytes = u64::from(alignment * element.bits() / 8);
         if let Some(bad) = op.addresses.into_iter().flatten().position(|&p| p % bytes != 0) {
             return fail(format!(
@@ -426,33 +396,25 @@ pub fn plan_array(
         })
         .map_err(|u| Error::invalid(info.name, u.reasons.join("; ")))?;
     }
+    // Batch strides stay 0: array mode reads each GEMM's matrices through the pointers.
+    let geometry = Geometry {
+        batch: ops.batch_count,
+        ..geometry
+    };
     Ok(abi::cutlass_aot_gemm_args {
-        mode: abi::cutlass_aot_gemm_mode::CUTLASS_AOT_MODE_ARRAY as i32,
-        m: geometry.m as i32,
-        n: geometry.n as i32,
-        k: geometry.k as i32,
-        batch_count: ops.batch_count as i32,
-        device_sms: device.multiprocessors as i32,
-        sm_occupancy: 1,
-        raster_order: 0,
-        max_swizzle: 0,
-        split_k_slices: 1,
         a: ops.a.pointers as *const c_void,
         b: ops.b.pointers as *const c_void,
         c: c.pointers as *const c_void,
         d: ops.d.pointers as *mut c_void,
-        workspace: std::ptr::null_mut(),
-        workspace_capacity: 0,
-        encode_tiled: None,
         lda: ops.a.shape.ld as i64,
         ldb: ops.b.shape.ld as i64,
         ldc: c.shape.ld as i64,
         ldd: ops.d.shape.ld as i64,
-        batch_stride_a: 0,
-        batch_stride_b: 0,
-        batch_stride_c: 0,
-        batch_stride_d: 0,
-        alpha: ops.alpha,
-        beta: ops.beta,
+        ..gemm::launch_args(
+            abi::cutlass_aot_gemm_mode::CUTLASS_AOT_MODE_ARRAY,
+            &geometry,
+            device,
+            (ops.alpha, ops.beta),
+        )
     })
 }

@@ -534,7 +534,7 @@ pub fn plan(
     ];
     for (name, operand, layout) in named {
         if let Some(op) = operand {
-            check_buffer(info, name, op.len, &op.shape, layout)?;
+            check_buffer(info.name, name, op.len, &op.shape, layout)?;
         }
     }
     // Without C, CUTLASS is given D as C with beta = 0, which it does not read.
@@ -574,6 +574,33 @@ pub fn plan(
         abi::cutlass_aot_gemm_mode::CUTLASS_AOT_MODE_GEMM
     };
     Ok(abi::cutlass_aot_gemm_args {
+        split_k_slices: ops.split_k_slices as i32,
+        a: ops.a.address as *const c_void,
+        b: ops.b.address as *const c_void,
+        c: c.address as *const c_void,
+        d: ops.d.address as *mut c_void,
+        lda: ops.a.shape.ld as i64,
+        ldb: ops.b.shape.ld as i64,
+        ldc: c.shape.ld as i64,
+        ldd: ops.d.shape.ld as i64,
+        batch_stride_a: geometry.stride(&ops.a.shape) as i64,
+        batch_stride_b: geometry.stride(&ops.b.shape) as i64,
+        batch_stride_c: geometry.stride(&c.shape) as i64,
+        batch_stride_d: geometry.stride(&ops.d.shape) as i64,
+        ..launch_args(mode, &geometry, device, (ops.alpha, ops.beta))
+    })
+}
+
+/// The ABI arguments every plan starts from: mode, extents, device and scalars; no operands, no
+/// split, CUTLASS's own rasterisation, no workspace yet (the launch path adds it) and no TMA
+/// encoder (3.x launches add the driver's).
+pub(crate) fn launch_args(
+    mode: abi::cutlass_aot_gemm_mode,
+    geometry: &Geometry,
+    device: &device::DeviceProps,
+    (alpha, beta): (f64, f64),
+) -> abi::cutlass_aot_gemm_args {
+    abi::cutlass_aot_gemm_args {
         mode: mode as i32,
         m: geometry.m as i32,
         n: geometry.n as i32,
@@ -583,25 +610,25 @@ pub fn plan(
         sm_occupancy: 1,
         raster_order: 0,
         max_swizzle: 0,
-        split_k_slices: ops.split_k_slices as i32,
-        a: ops.a.address as *const c_void,
-        b: ops.b.address as *const c_void,
-        c: c.address as *const c_void,
-        d: ops.d.address as *mut c_void,
+        split_k_slices: 1,
+        a: std::ptr::null(),
+        b: std::ptr::null(),
+        c: std::ptr::null(),
+        d: std::ptr::null_mut(),
         workspace: std::ptr::null_mut(),
         workspace_capacity: 0,
         encode_tiled: None,
-        lda: ops.a.shape.ld as i64,
-        ldb: ops.b.shape.ld as i64,
-        ldc: c.shape.ld as i64,
-        ldd: ops.d.shape.ld as i64,
-        batch_stride_a: geometry.stride(&ops.a.shape) as i64,
-        batch_stride_b: geometry.stride(&ops.b.shape) as i64,
-        batch_stride_c: geometry.stride(&c.shape) as i64,
-        batch_stride_d: geometry.stride(&ops.d.shape) as i64,
-        alpha: ops.alpha,
-        beta: ops.beta,
-    })
+        lda: 0,
+        ldb: 0,
+        ldc: 0,
+        ldd: 0,
+        batch_stride_a: 0,
+        batch_stride_b: 0,
+        batch_stride_c: 0,
+        batch_stride_d: 0,
+        alpha,
+        beta,
+    }
 }
 
 /// Alpha and beta of an integer epilogue must be integers (a fraction would be truncated).
@@ -703,29 +730,42 @@ impl Geometry {
     }
 }
 
-fn check_buffer(
-    info: &'static KernelInfo,
+/// `operand`'s leading dimension must cover one of its lines. `who` names the error's source (a
+/// kernel, or a pointer array).
+pub(crate) fn check_ld(
+    who: &'static str,
     operand: &str,
-    len: usize,
     shape: &MatrixShape,
     layout: Layout,
 ) -> Result<(), Error> {
     let inner = shape.inner(layout);
     if shape.ld < inner {
         return Err(Error::invalid(
-            info.name,
+            who,
             format!("leading dimension of {operand} is {} but its {layout}-major rows/columns hold {inner} elements; ld must be at least {inner}", shape.ld),
         ));
     }
+    Ok(())
+}
+
+/// [`check_ld`], then: `operand`'s buffer of `len` elements must hold its whole shape.
+pub(crate) fn check_buffer(
+    who: &'static str,
+    operand: &str,
+    len: usize,
+    shape: &MatrixShape,
+    layout: Layout,
+) -> Result<(), Error> {
+    check_ld(who, operand, shape, layout)?;
     match shape.required_len(layout) {
         Some(need) if need <= len => Ok(()),
         Some(need) => Err(Error::invalid(
-            info.name,
+            who,
             format!(
                 "{operand} ({}×{}, ld {}, batch {} × stride {}) needs a buffer of {need} elements but the buffer has {len}",
                 shape.rows, shape.cols, shape.ld, shape.batch_count, shape.batch_stride
             ),
         )),
-        None => Err(Error::invalid(info.name, format!("{operand}'s extent overflows usize"))),
+        None => Err(Error::invalid(who, format!("{operand}'s extent overflows usize"))),
     }
 }

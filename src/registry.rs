@@ -204,7 +204,7 @@ impl KernelInfo {
             || split_k_slices > 1
     }
 
-    /// Output tiles' worth of K: the most split-K slices that each get at least one K tile.
+    /// K's tiles: the most split-K slices that each get at least one tile of K.
     pub fn k_tiles(&self, k: usize) -> usize {
         k.div_ceil(self.tile.k.max(1) as usize)
     }

@@ -510,7 +510,7 @@ fn plan_array_refuses_short_or_misaligned_arrays() {
     ops.a.shape.ld = 60;
     assert_contains(
         &invalid_message(plan_array(k, &ops, &H100)),
-        "leading dimension 60 is smaller than the 64 elements",
+        "leading dimension of A is 60 but its row-major rows/columns hold 64 elements; ld must be at least 64",
     );
     let ops = array_ops(k, (200, 136, 60), 3, None);
     assert_contains(
