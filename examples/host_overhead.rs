@@ -346,6 +346,7 @@ impl Buffers {
             alpha: 1.0,
             beta: 0.0,
             split_k_slices: 1,
+            fusion: Default::default(),
         }
     }
 }

@@ -382,6 +382,10 @@ pub fn plan_array(
         ldb: Some(ops.b.shape.ld),
         ldc: Some(c.shape.ld),
         compute_capability: Some(device.compute_capability),
+        // The kernel's own epilogue, without fused operands (array mode takes none).
+        fusion: info.fusion,
+        epilogue: Some(info.epilogue),
+        fusion_operands: Some(Default::default()),
         ..GemmProblem::new(
             (geometry.m, geometry.n, geometry.k),
             (info.element_a, info.element_b, info.element_c),

@@ -139,14 +139,17 @@ fn heuristic(
         .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
 }
 
-/// Whether the heuristic may pick `kernel` for a problem of its types: not one that trades
-/// accuracy for speed (f32 operands rounded to f16/bf16: the caller asked for f32), nor a parallel
-/// split-K kernel (without slices it only adds a reduction pass). Both stay available by name.
+/// Whether the heuristic may pick `kernel` for a problem of its types: not a fused one (it computes
+/// something else), not one that trades accuracy for speed (f32 operands rounded to f16/bf16: the
+/// caller asked for f32), nor a parallel split-K kernel (without slices it only adds a reduction
+/// pass). All stay available by name.
 fn dispatchable(kernel: &KernelInfo) -> bool {
-    !matches!(
-        kernel.math,
-        MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16
-    ) && kernel.split_k != SplitK::Parallel
+    kernel.is_plain()
+        && !matches!(
+            kernel.math,
+            MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16
+        )
+        && kernel.split_k != SplitK::Parallel
 }
 
 /// How a selected kernel runs the problem.
@@ -258,6 +261,23 @@ pub fn transposed(p: &GemmProblem) -> GemmProblem {
         compute_capability: p.compute_capability,
         split_k_slices: p.split_k_slices,
         pointer_arrays: p.pointer_arrays,
+        // A per-row vector of D is a per-column one of D^T.
+        fusion: crate::model::Fusion {
+            bias: swap_direction(p.fusion.bias),
+            scale: swap_direction(p.fusion.scale),
+            ..p.fusion
+        },
+        epilogue: p.epilogue,
+        fusion_operands: p.fusion_operands,
+    }
+}
+
+fn swap_direction(b: crate::model::Broadcast) -> crate::model::Broadcast {
+    use crate::model::Broadcast;
+    match b {
+        Broadcast::PerRow => Broadcast::PerCol,
+        Broadcast::PerCol => Broadcast::PerRow,
+        Broadcast::None => Broadcast::None,
     }
 }
 
@@ -279,6 +299,10 @@ pub fn transposed_operands(ops: &GemmOperands) -> GemmOperands {
         alpha: ops.alpha,
         beta: ops.beta,
         split_k_slices: ops.split_k_slices,
+        fusion: crate::FusionOperands {
+            aux: ops.fusion.aux.as_ref().map(t),
+            ..ops.fusion
+        },
     }
 }
 

@@ -8,6 +8,7 @@ use cudarc::driver::CudaStream;
 use crate::abi;
 use crate::device;
 use crate::error::Error;
+use crate::fusion::{FusedArgs, FusionOperands, HeldFusion};
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
 use crate::model::{Api, Layout};
 use crate::registry::{GemmProblem, KernelInfo};
@@ -144,8 +145,13 @@ impl KernelInfo {
     }
 }
 
-/// A TMA encoder that succeeds without writing a descriptor (for sizing a workspace only).
-unsafe extern "C" fn no_tensor_map(
+/// A TMA encoder that succeeds without writing a descriptor: host-only Params (a workspace's size,
+/// a launch shape) of CUTLASS 3.x kernels without the driver. Params built with it cannot be
+/// launched.
+///
+/// # Safety
+/// Writes and reads nothing; callable with any arguments.
+pub unsafe extern "C" fn no_tensor_map(
     _: *mut c_void,
     _: i32,
     _: u32,
@@ -244,6 +250,8 @@ pub struct GemmOperands {
     pub beta: f64,
     /// K split into this many slices (1: no split).
     pub split_k_slices: usize,
+    /// Operands of the kernel's fused epilogue (bias, scale vectors, aux output); default: none.
+    pub fusion: FusionOperands,
 }
 
 /// Checks `args` against kernel `K`, builds its Params and launches it on `stream`.
@@ -263,6 +271,35 @@ pub fn launch<K: GemmKernel>(stream: &CudaStream, args: Gemm<'_, K>) -> Result<(
         // SAFETY: every address comes from a live cudarc buffer of the stated length and element
         // type (the types are K's, enforced by the signature).
         unsafe { launch_raw(K::info(), stream, operands) }
+    })
+}
+
+/// [`launch`] for a kernel with a fused epilogue: `fused` holds its extra operands (the generated
+/// `run` of such a kernel fills it from its `Fused` struct). Missing, extra, short or misaligned
+/// operands are errors; on any error nothing is launched.
+pub fn launch_fused<K: GemmKernel>(
+    stream: &CudaStream,
+    args: Gemm<'_, K>,
+    fused: FusedArgs<'_, K>,
+) -> Result<(), Error> {
+    let Gemm {
+        a,
+        b,
+        c,
+        d,
+        alpha,
+        beta,
+        split_k_slices,
+    } = args;
+    let held = HeldFusion::hold(stream, fused);
+    let scalars = (alpha.into(), beta.into(), split_k_slices);
+    with_operands(stream, a, b, c, d, scalars, |operands| {
+        let operands = GemmOperands {
+            fusion: held.operands,
+            ..*operands
+        };
+        // SAFETY: as in `launch`; the fused operands come from live buffers of K's types too.
+        unsafe { launch_raw(K::info(), stream, &operands) }
     })
 }
 
@@ -303,6 +340,7 @@ where
         alpha,
         beta,
         split_k_slices,
+        fusion: FusionOperands::default(),
     };
     f(&operands)
 }
@@ -537,6 +575,28 @@ pub fn plan(
             check_buffer(info.name, name, op.len, &op.shape, layout)?;
         }
     }
+    // Without C, D is passed as C (with beta 0): a beta vector would scale D's old contents.
+    if ops.c.is_none() && ops.fusion.beta_vector.is_some() {
+        return Err(Error::invalid(
+            info.name,
+            "a beta vector was given but no C; pass C (`with_c`) or leave the beta vector out".to_string(),
+        ));
+    }
+    // The aux matrix (output, or a backward kernel's input) is one more D: same extent and batch,
+    // C's layout.
+    if let Some(aux) = &ops.fusion.aux {
+        let (rows, cols, batch) = (aux.shape.rows, aux.shape.cols, aux.shape.batch_count);
+        if (rows, cols, batch) != (geometry.m, geometry.n, geometry.batch) {
+            return Err(Error::invalid(
+                info.name,
+                format!(
+                    "the aux matrix is {rows}×{cols} (batch {batch}) but D is {}×{} (batch {}); they must match",
+                    geometry.m, geometry.n, geometry.batch
+                ),
+            ));
+        }
+        check_buffer(info.name, "the aux matrix", aux.len, &aux.shape, info.layout_c)?;
+    }
     // Without C, CUTLASS is given D as C with beta = 0, which it does not read.
     let c = ops.c.unwrap_or(ops.d);
     let problem = |ld_c: usize, stride_c: usize, address_c: u64| GemmProblem {
@@ -551,6 +611,9 @@ pub fn plan(
         address_c: Some(address_c),
         compute_capability: Some(device.compute_capability),
         split_k_slices: ops.split_k_slices,
+        fusion: info.fusion,
+        epilogue: Some(info.epilogue),
+        fusion_operands: Some(ops.fusion),
         ..GemmProblem::new(
             (geometry.m, geometry.n, geometry.k),
             (info.element_a, info.element_b, info.element_c),
@@ -558,13 +621,19 @@ pub fn plan(
         )
         .batched(geometry.batch)
     };
-    // C and D are both checked against C's alignment (once when C is D: this runs every launch).
-    let checks = [
+    // C, D and an aux output are all checked against C's alignment (C once when it is D: this
+    // runs every launch).
+    let mut checks = vec![
         (c.shape.ld, geometry.stride(&c.shape), c.address),
         (ops.d.shape.ld, geometry.stride(&ops.d.shape), ops.d.address),
     ];
-    let distinct = if checks[0] == checks[1] { 1 } else { 2 };
-    for &(ld, stride, address) in &checks[..distinct] {
+    if checks[0] == checks[1] {
+        checks.pop();
+    }
+    if let Some(aux) = &ops.fusion.aux {
+        checks.push((aux.shape.ld, geometry.stride(&aux.shape), aux.address));
+    }
+    for &(ld, stride, address) in &checks {
         info.supports(&problem(ld, stride, address))
             .map_err(|u| Error::invalid(info.name, u.reasons.join("; ")))?;
     }
@@ -587,8 +656,26 @@ pub fn plan(
         batch_stride_b: geometry.stride(&ops.b.shape) as i64,
         batch_stride_c: geometry.stride(&c.shape) as i64,
         batch_stride_d: geometry.stride(&ops.d.shape) as i64,
+        bias: vector_address(ops.fusion.bias),
+        alpha_vector: vector_address(ops.fusion.alpha_vector),
+        beta_vector: vector_address(ops.fusion.beta_vector),
+        aux: ops
+            .fusion
+            .aux
+            .map_or(std::ptr::null_mut(), |aux| aux.address as *mut c_void),
+        ldaux: ops.fusion.aux.map_or(0, |aux| aux.shape.ld as i64),
+        batch_stride_aux: ops.fusion.aux.map_or(0, |aux| geometry.stride(&aux.shape) as i64),
+        activation_arg: ops.fusion.activation_arg,
+        reduction: ops
+            .fusion
+            .reduction
+            .map_or(std::ptr::null_mut(), |v| v.address as *mut c_void),
         ..launch_args(mode, &geometry, device, (ops.alpha, ops.beta))
     })
+}
+
+fn vector_address(vector: Option<crate::fusion::VectorOperand>) -> *const c_void {
+    vector.map_or(std::ptr::null(), |v| v.address as *const c_void)
 }
 
 /// The ABI arguments every plan starts from: mode, extents, device and scalars; no operands, no
@@ -628,6 +715,14 @@ pub(crate) fn launch_args(
         batch_stride_d: 0,
         alpha,
         beta,
+        bias: std::ptr::null(),
+        alpha_vector: std::ptr::null(),
+        beta_vector: std::ptr::null(),
+        aux: std::ptr::null_mut(),
+        ldaux: 0,
+        batch_stride_aux: 0,
+        activation_arg: 0.0,
+        reduction: std::ptr::null_mut(),
     }
 }
 

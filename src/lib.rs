@@ -31,6 +31,7 @@ pub mod array;
 pub mod device;
 pub mod dispatch;
 mod error;
+pub mod fusion;
 pub mod gemm;
 mod image;
 mod launch;
@@ -41,12 +42,14 @@ mod types;
 pub mod verify;
 mod workspace;
 
-pub use cudarc::driver::CudaStream;
+pub use cudarc;
+pub use cudarc::driver::{CudaSlice, CudaStream};
 pub use cutlass_aot_model as model;
 pub use half;
 
 pub use array::{ArrayGemm, PointerArray, PointerArrayMut};
 pub use error::Error;
+pub use fusion::{FusedArgs, FusionOperands, VectorOperand};
 pub use gemm::{Gemm, GemmKernel, GemmOperands, Operand, Prepared, Raster, Tuning};
 pub use image::Image;
 pub use matrix::{MatrixMut, MatrixRef, MatrixShape};

@@ -6,10 +6,11 @@ use std::ffi::CStr;
 use std::fmt;
 
 use crate::abi;
+use crate::fusion::FusionOperands;
 use crate::image::Image;
 use crate::model::{
-    Api, DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout, MathOp, OpClass, Shape3, SplitK, Swizzle,
-    TileScheduler,
+    Api, DType, Epilogue, EpilogueSchedule, Fusion, KernelSchedule, Layout, MathOp, OpClass, Shape3, SplitK,
+    Swizzle, TileScheduler,
 };
 
 /// Everything known about one compiled kernel. Generated code creates one `static` per kernel.
@@ -54,6 +55,9 @@ pub struct KernelInfo {
     /// How the kernel splits K when a launch asks for split-K slices.
     pub split_k: SplitK,
     pub epilogue: Epilogue,
+    /// Activation, bias, scale vectors, aux output and residual fused into the epilogue (what the
+    /// kernel computes per element, and which extra operands a launch takes).
+    pub fusion: Fusion,
     /// 3.x scheduling (2.x kernels: Auto, Auto, Persistent).
     pub schedule: KernelSchedule,
     pub epilogue_schedule: EpilogueSchedule,
@@ -109,6 +113,14 @@ pub struct GemmProblem {
     /// Array mode: the operands of the `batch_count` GEMMs are given by device arrays of pointers
     /// (leading dimensions shared, batch strides unused).
     pub pointer_arrays: bool,
+    /// The epilogue fusion the problem asks for ([`Fusion::NONE`]: D = alpha·A·B + beta·C).
+    pub fusion: Fusion,
+    /// The epilogue the problem asks for; `None`: no clamp beyond an s8 output's saturation (the
+    /// kernels [`KernelInfo::is_plain`] accepts).
+    pub epilogue: Option<Epilogue>,
+    /// The fused operands that will be passed, when known: missing, extra, short or misaligned
+    /// ones are reasons.
+    pub fusion_operands: Option<FusionOperands>,
 }
 
 impl GemmProblem {
@@ -142,7 +154,24 @@ impl GemmProblem {
             compute_capability: None,
             split_k_slices: 1,
             pointer_arrays: false,
+            fusion: Fusion::NONE,
+            epilogue: None,
+            fusion_operands: None,
         }
+    }
+
+    /// Asks for a kernel with `epilogue` (a clamp, say).
+    pub fn with_epilogue(mut self, epilogue: Epilogue) -> Self {
+        self.epilogue = Some(epilogue);
+        self
+    }
+
+    /// Asks for an epilogue fusion (activation, bias, ...), and optionally checks the operands
+    /// that will be passed.
+    pub fn fused(mut self, fusion: Fusion, operands: Option<FusionOperands>) -> Self {
+        self.fusion = fusion;
+        self.fusion_operands = operands;
+        self
     }
 
     pub fn batched(mut self, count: usize) -> Self {
@@ -196,11 +225,12 @@ impl KernelInfo {
     }
 
     /// Whether a launch with `split_k_slices` may need a device workspace: stream-K scheduling,
-    /// serial split-K semaphores, parallel split-K partial sums. Such launches go through the
-    /// per-stream workspace cache.
+    /// serial split-K semaphores, parallel split-K partial sums, a reduction's partial row sums and
+    /// tile counters. Such launches go through the per-stream workspace cache.
     pub fn may_need_workspace(&self, split_k_slices: usize) -> bool {
         self.tile_scheduler == TileScheduler::StreamK
             || self.split_k == SplitK::Parallel
+            || self.fusion.reduction != crate::model::Reduction::None
             || split_k_slices > 1
     }
 
@@ -349,6 +379,7 @@ impl KernelInfo {
         }
         self.split_k_rules(problem, &mut want);
         self.array_rules(problem, &mut want);
+        self.epilogue_rules(problem, &mut want);
         if let Some(cc) = problem.compute_capability {
             let runs = self.runs_on(cc);
             want(runs.is_ok(), &|| runs.clone().err().unwrap_or_default());
@@ -421,6 +452,61 @@ impl KernelInfo {
         }
     }
 
+    /// The fusion asked for, its operands, and the fast clamp's K limit.
+    fn epilogue_rules(&self, problem: &GemmProblem, want: &mut impl FnMut(bool, &dyn Fn() -> String)) {
+        crate::fusion::fusion_rules(&self.fusion, &problem.fusion, want);
+        match problem.epilogue {
+            Some(epilogue) => want(self.epilogue == epilogue, &|| {
+                format!(
+                    "the kernel's epilogue is {} but the problem asks for {epilogue}",
+                    self.epilogue
+                )
+            }),
+            None => want(self.clamp_is_default(), &|| {
+                format!(
+                    "the kernel's epilogue is {}, which saturates D to {}'s range; ask for it with \
+                     `with_epilogue`",
+                    self.epilogue, self.element_c
+                )
+            }),
+        }
+        if let Some(operands) = &problem.fusion_operands {
+            crate::fusion::operand_rules(self, operands, (problem.m, problem.n), want);
+        }
+        // Row sums of a batch would add every batch's rows into one vector.
+        if self.fusion.reduction != crate::model::Reduction::None {
+            want(problem.batch_count == 1, &|| {
+                format!(
+                    "a kernel with a reduction ({}) reduces one GEMM, not a batch of {}",
+                    self.fusion.reduction, problem.batch_count
+                )
+            });
+        }
+        if let Some(max_k) = self.epilogue.max_k() {
+            want(problem.k <= max_k, &|| {
+                format!(
+                    "k = {} exceeds {max_k}, the largest K {} is exact for (it converts through f32 with a \
+                     magic-number trick); use a kernel with linear_combination_clamp",
+                    problem.k, self.epilogue
+                )
+            });
+        }
+    }
+
+    /// Whether the kernel computes a plain GEMM (no fusion, no clamp beyond an s8 output's
+    /// saturation): the kernels `cutlass_aot::dispatch` may pick for an unfused problem.
+    pub fn is_plain(&self) -> bool {
+        self.fusion.is_none() && self.clamp_is_default()
+    }
+
+    /// Whether the epilogue is the plain linear combination, or the clamp a 2.x s8 output gets
+    /// by default (its saturation, not a choice).
+    fn clamp_is_default(&self) -> bool {
+        let s8_2x = self.api == Api::Cutlass2x && self.element_c == DType::S8;
+        self.epilogue == Epilogue::LinearCombination
+            || (self.epilogue == Epilogue::LinearCombinationClamp && s8_2x)
+    }
+
     /// Array mode (operands given by device arrays of pointers) needs a CUTLASS 2.x kernel.
     fn array_rules(&self, problem: &GemmProblem, want: &mut impl FnMut(bool, &dyn Fn() -> String)) {
         if problem.pointer_arrays {
@@ -428,6 +514,13 @@ impl KernelInfo {
                 "array mode (pointer arrays) needs a CUTLASS 2.x kernel (arch 80); this binary's 3.x kernels \
                     take strided batches only"
                     .to_string()
+            });
+            want(!self.fusion.has_operands(), &|| {
+                format!(
+                    "array mode takes no epilogue operands or arguments, and this kernel's fusion ({}) needs \
+                        them; use plain or batched mode",
+                    self.fusion.label()
+                )
             });
         }
     }

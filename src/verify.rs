@@ -2,7 +2,7 @@
 //! measure and tolerances the test suite, the examples and the profiler share.
 
 use crate::matrix::MatrixShape;
-use crate::model::{DType, Layout, MathOp, OpClass};
+use crate::model::{Activation, AuxInput, Broadcast, DType, Epilogue, Layout, MathOp, OpClass, Residual};
 use crate::registry::KernelInfo;
 use crate::types::{F8E4M3, F8E5M2};
 
@@ -153,17 +153,26 @@ pub fn reference_gemm(
     alpha: f64,
     beta: f64,
 ) {
+    for_each_product(a, b, d.shape.batch_count, |batch, row, col, acc| {
+        let source = c.map_or(0.0, |c| c.at(batch, row, col));
+        let at = offset(&d.shape, d.layout, batch, row, col);
+        d.data[at] = alpha * acc + beta * source;
+    });
+}
+
+/// Calls `f(batch, row, col, A·B at (row, col))` for every element of `batches` products.
+fn for_each_product(
+    a: &HostMatrix,
+    b: &HostMatrix,
+    batches: usize,
+    mut f: impl FnMut(usize, usize, usize, f64),
+) {
     let (m, k, n) = (a.shape.rows, a.shape.cols, b.shape.cols);
-    for batch in 0..d.shape.batch_count {
+    for batch in 0..batches {
         for row in 0..m {
             for col in 0..n {
-                let mut acc = 0.0;
-                for i in 0..k {
-                    acc += a.at(batch, row, i) * b.at(batch, i, col);
-                }
-                let source = c.map_or(0.0, |c| c.at(batch, row, col));
-                let at = offset(&d.shape, d.layout, batch, row, col);
-                d.data[at] = alpha * acc + beta * source;
+                let acc = (0..k).map(|i| a.at(batch, row, i) * b.at(batch, i, col)).sum();
+                f(batch, row, col, acc);
             }
         }
     }
@@ -244,4 +253,181 @@ pub fn tolerance(info: &KernelInfo) -> f64 {
         _ => 0.0,
     };
     f64::max(output, math)
+}
+
+/// Host copies of a fused epilogue's operands, for [`reference_fused`].
+#[derive(Clone, Debug, Default)]
+pub struct HostFusion {
+    pub bias: Option<Vec<f64>>,
+    pub alpha_vector: Option<Vec<f64>>,
+    pub beta_vector: Option<Vec<f64>>,
+    /// A backward kernel's aux input (the forward pre-activation value), in C's layout.
+    pub aux_input: Option<HostMatrix>,
+    /// leaky_relu's slope.
+    pub activation_arg: f64,
+}
+
+/// The derivative of `act` at `z` as CUTLASS's backward epilogues compute it (dReLU from Z; the
+/// derivative of the tanh GELU), or `None` where CUTLASS has none.
+pub fn activation_derivative(act: Activation, z: f64) -> Option<f64> {
+    match act {
+        Activation::Relu => Some(if z > 0.0 { 1.0 } else { 0.0 }),
+        Activation::GeluTaylor => {
+            let (k0, k1, k2) = (0.797_884_560_802_865_4, 0.044715, 0.107_032_224_3);
+            let t = (k0 * z * (1.0 + k1 * z * z)).tanh();
+            Some(0.5 * z * ((1.0 - t * t) * (k0 + k2 * z * z)) + 0.5 * (1.0 + t))
+        }
+        _ => None,
+    }
+}
+
+/// An activation in f64, by its definition (the device computes it in f32, some with fast
+/// approximations: see [`fused_tolerance`]).
+pub fn activation(act: Activation, x: f64, arg: f64) -> f64 {
+    match act {
+        Activation::Identity => x,
+        Activation::Relu => x.max(0.0),
+        Activation::LeakyRelu => {
+            if x > 0.0 {
+                x
+            } else {
+                arg * x
+            }
+        }
+        Activation::Tanh => x.tanh(),
+        Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        Activation::Silu => x / (1.0 + (-x).exp()),
+        Activation::Hardswish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
+        Activation::Gelu => 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2)),
+        Activation::GeluTaylor => {
+            let k = (2.0 / std::f64::consts::PI).sqrt();
+            0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+        }
+    }
+}
+
+/// The error function, to 1.2e-7 (Numerical Recipes' `erfc` by Chebyshev fit): far below the
+/// f32 arithmetic of the device's GELU.
+pub fn erf(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let erfc = t * poly.exp();
+    if x >= 0.0 {
+        1.0 - erfc
+    } else {
+        erfc - 1.0
+    }
+}
+
+/// The largest finite value of `dtype` (the range a clamp epilogue saturates to).
+pub fn max_finite(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => half::f16::MAX.to_f64(),
+        DType::Bf16 => half::bf16::MAX.to_f64(),
+        DType::F32 => f32::MAX as f64,
+        DType::F64 => f64::MAX,
+        DType::E4m3 => 448.0,
+        DType::E5m2 => 57344.0,
+        DType::S8 => 127.0,
+        DType::S32 => i32::MAX as f64,
+    }
+}
+
+/// `info`'s whole epilogue in f64 for every element: D (into `d`) and, when `aux` is given, the
+/// pre-activation value Z (into `aux`), from A·B, C, alpha, beta and the fused operands:
+/// `Z = alpha·acc + beta·C + bias`, `D = act(Z)`; with a residual after the activation,
+/// `Z = alpha·acc + bias` and `D = act(Z) + beta·C`. A per-row or per-column vector replaces
+/// alpha or beta where given. A clamp epilogue saturates D to C's type. A backward kernel computes
+/// `D = act'(Z)·(alpha·acc + beta·C)` with Z its aux input. Returns the row sums of D of the
+/// first matrix of the batch (what a `reduction: row_sum` kernel writes).
+#[allow(clippy::too_many_arguments)]
+pub fn reference_fused(
+    info: &KernelInfo,
+    a: &HostMatrix,
+    b: &HostMatrix,
+    c: Option<&HostMatrix>,
+    d: &mut HostMatrix,
+    mut aux: Option<&mut HostMatrix>,
+    (alpha, beta): (f64, f64),
+    fused: &HostFusion,
+) -> Vec<f64> {
+    let f = &info.fusion;
+    let mut row_sums = vec![0.0; a.shape.rows];
+    let pick = |vector: &Option<Vec<f64>>, broadcast: Broadcast, row: usize, col: usize, scalar: f64| match (
+        vector, broadcast,
+    ) {
+        (Some(v), Broadcast::PerRow) => v[row],
+        (Some(v), Broadcast::PerCol) => v[col],
+        _ => scalar,
+    };
+    let backward = fused
+        .aux_input
+        .as_ref()
+        .filter(|_| f.aux_input == AuxInput::PreActivation);
+    for_each_product(a, b, d.shape.batch_count, |batch, row, col, acc| {
+        let source = c.map_or(0.0, |c| c.at(batch, row, col));
+        let alpha = pick(&fused.alpha_vector, f.scale, row, col, alpha);
+        let beta = pick(&fused.beta_vector, f.scale, row, col, beta);
+        let bias = pick(&fused.bias, f.bias, row, col, 0.0);
+        let (z, d_value) = if let Some(z_in) = backward {
+            let z = z_in.at(batch, row, col);
+            let derivative = activation_derivative(f.activation, z).unwrap_or(f64::NAN);
+            (z, derivative * (alpha * acc + beta * source))
+        } else if f.residual == Residual::AfterActivation {
+            let z = alpha * acc + bias;
+            (
+                z,
+                activation(f.activation, z, fused.activation_arg) + beta * source,
+            )
+        } else {
+            let z = alpha * acc + beta * source + bias;
+            (z, activation(f.activation, z, fused.activation_arg))
+        };
+        let d_value = match info.epilogue {
+            Epilogue::LinearCombination => d_value,
+            Epilogue::LinearCombinationClamp | Epilogue::FastLinearCombinationClamp => {
+                let max = max_finite(info.element_c);
+                let min = if info.element_c.is_integer() {
+                    -max - 1.0
+                } else {
+                    -max
+                };
+                d_value.clamp(min, max)
+            }
+        };
+        let at = offset(&d.shape, d.layout, batch, row, col);
+        d.data[at] = d_value;
+        if batch == 0 {
+            row_sums[row] += d_value;
+        }
+        if let Some(aux) = aux.as_deref_mut() {
+            let at = offset(&aux.shape, aux.layout, batch, row, col);
+            aux.data[at] = z;
+        }
+    });
+    row_sums
+}
+
+/// [`tolerance`] for a fused kernel: the device evaluates tanh, sigmoid, SiLU and the tanh GELU
+/// with fast f32 approximations (`tanh.approx.f32`, relative error about 2^-11), which adds
+/// about 1e-3 of error relative to outputs of order one.
+pub fn fused_tolerance(info: &KernelInfo) -> f64 {
+    let approximate = matches!(
+        info.fusion.activation,
+        Activation::Tanh
+            | Activation::Sigmoid
+            | Activation::Silu
+            | Activation::GeluTaylor
+            | Activation::Hardswish
+    );
+    let activation = if approximate { 4e-3 } else { 0.0 };
+    tolerance(info).max(activation)
 }

@@ -10,9 +10,14 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaStream, DevicePtr};
 use cutlass_aot::array::{ArrayOperand, ArrayOperands};
 use cutlass_aot::kernels::{self, REGISTRY};
-use cutlass_aot::model::{Api, DType, Layout, SplitK};
-use cutlass_aot::verify::{self, HostMatrix};
-use cutlass_aot::{device, Gemm, GemmOperands, KernelInfo, MatrixMut, MatrixRef, MatrixShape, Operand};
+use cutlass_aot::model::{
+    Activation, Api, AuxInput, AuxOutput, Broadcast, DType, Epilogue, Layout, Reduction, SplitK,
+};
+use cutlass_aot::verify::{self, HostFusion, HostMatrix};
+use cutlass_aot::{
+    device, FusionOperands, Gemm, GemmOperands, KernelInfo, MatrixMut, MatrixRef, MatrixShape, Operand,
+    VectorOperand,
+};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 #[derive(Clone, Copy, Debug)]
@@ -278,11 +283,49 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
     // Integer epilogues take integer scalars (fractions are refused): scale the case's.
     let (alpha, beta) = if info.element_epilogue.is_integer() {
         ((case.alpha * 2.0).round(), (case.beta * 2.0).round())
+    } else if clamps_floats(info) {
+        // Push most results past the output type's range, so that the clamp is what is tested.
+        (case.alpha * 2e4, case.beta)
     } else {
         (case.alpha, case.beta)
     };
+    // A fused epilogue's operands: random bias and scale vectors, a poisoned aux output, a random
+    // aux input (backward kernels).
+    let mut fused = host_fusion(info, (m, n), case.with_c, seed + 3);
+    if info.fusion.aux_input != AuxInput::None {
+        fused.aux_input = Some(host_matrix(
+            (info.element_c, info.layout_c, info.alignment_c),
+            (m, n, case.batch),
+            case.pad,
+            Some(seed + 7),
+        ));
+    }
+    let aux = (info.fusion.aux_output != AuxOutput::None).then(|| d.clone());
     let mut expected = d.clone();
-    verify::reference_gemm(&a, &b, c.as_ref(), &mut expected, alpha, beta);
+    let mut expected_aux = aux.clone();
+    let expected_row_sums = verify::reference_fused(
+        info,
+        &a,
+        &b,
+        c.as_ref(),
+        &mut expected,
+        expected_aux.as_mut(),
+        (alpha, beta),
+        &fused,
+    );
+    let vectors = DeviceVectors::upload(&stream, info, &fused)?;
+    let daux = aux
+        .map(|aux| DeviceMatrix::upload(&stream, aux, info.element_c))
+        .transpose()?;
+    let daux_input = fused
+        .aux_input
+        .clone()
+        .map(|aux| DeviceMatrix::upload(&stream, aux, info.element_c))
+        .transpose()?;
+    let row_sums = (info.fusion.reduction != Reduction::None)
+        .then(|| stream.clone_htod(&verify::encode(info.element_epilogue, &vec![f64::NAN; m])))
+        .transpose()
+        .map_err(|e| format!("upload: {e}"))?;
 
     let da = DeviceMatrix::upload(&stream, a, info.element_a)?;
     let db = DeviceMatrix::upload(&stream, b, info.element_b)?;
@@ -310,21 +353,130 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
             alpha,
             beta,
             split_k_slices: case.split_k,
+            fusion: FusionOperands {
+                aux: daux
+                    .as_ref()
+                    .or(daux_input.as_ref())
+                    .map(|aux| aux.operand(&stream)),
+                reduction: row_sums.as_ref().map(|v| VectorOperand {
+                    len: m,
+                    address: v.device_ptr(&stream).0,
+                }),
+                ..vectors.operands(&stream, fused.activation_arg)
+            },
         };
         // SAFETY: every operand is a live buffer of the kernel's element type and the stated length.
         unsafe { cutlass_aot::gemm::launch_raw(info, &stream, &operands) }
             .map_err(|e| format!("launch: {e}"))?;
         stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
-        let out = verify::decode(
-            info.element_c,
-            &stream
-                .clone_dtoh(&dd.buffer)
-                .map_err(|e| format!("download: {e}"))?,
-        );
-        check_output(info, case, &expected, &out, (m, n, k))
+        let download = |m: &DeviceMatrix| -> Result<Vec<f64>, Failed> {
+            let bytes = stream
+                .clone_dtoh(&m.buffer)
+                .map_err(|e| format!("download: {e}"))?;
+            Ok(verify::decode(info.element_c, &bytes))
+        };
+        check_output(info, case, &expected, &download(&dd)?, (m, n, k))
             .map_err(|e| format!("launch {}: {e}", round + 1))?;
+        if let (Some(daux), Some(expected_aux)) = (&daux, &expected_aux) {
+            check_output(info, case, expected_aux, &download(daux)?, (m, n, k))
+                .map_err(|e| format!("launch {}, aux output: {e}", round + 1))?;
+        }
+        if let Some(row_sums) = &row_sums {
+            let bytes = stream
+                .clone_dtoh(row_sums)
+                .map_err(|e| format!("download: {e}"))?;
+            let got = verify::decode(info.element_epilogue, &bytes);
+            // Sums of n outputs computed in f32 (before D is rounded to its type).
+            let error = verify::relative_error(&got, &expected_row_sums);
+            if error.is_nan() || error > 1e-2 {
+                return Err(format!(
+                    "launch {}, row sums: relative error {error:.3e} exceeds 1e-2",
+                    round + 1
+                )
+                .into());
+            }
+        }
     }
     Ok(())
+}
+
+/// Whether `info` clamps a floating-point output to its type's range.
+fn clamps_floats(info: &KernelInfo) -> bool {
+    info.epilogue != Epilogue::LinearCombination && !info.element_c.is_integer()
+}
+
+/// Random operands of `info`'s fused epilogue for an m×n D: a bias of C's type, alpha and beta
+/// vectors of the compute type (alpha in [1, 1.5), beta of both signs; beta only with a C),
+/// leaky_relu's slope.
+fn host_fusion(info: &KernelInfo, (m, n): (usize, usize), with_c: bool, seed: u64) -> HostFusion {
+    let f = &info.fusion;
+    let vector = |broadcast: Broadcast, dtype: DType, seed: u64| {
+        broadcast
+            .length(m, n)
+            .map(|len| verify::random_values(dtype, len, seed))
+    };
+    let positive = |v: Option<Vec<f64>>| v.map(|v| v.iter().map(|x| 1.0 + x.abs() / 2.0).collect::<Vec<_>>());
+    let alpha_vector = positive(vector(f.scale, info.element_epilogue, seed + 1));
+    let beta_vector = vector(f.scale, info.element_epilogue, seed + 2).filter(|_| with_c);
+    HostFusion {
+        bias: vector(f.bias, info.element_c, seed),
+        alpha_vector: alpha_vector.map(|v| {
+            v.iter()
+                .map(|&x| verify::round_to(info.element_epilogue, x))
+                .collect()
+        }),
+        beta_vector,
+        activation_arg: if f.activation == Activation::LeakyRelu {
+            0.125
+        } else {
+            0.0
+        },
+        aux_input: None,
+    }
+}
+
+/// A fused epilogue's vectors on the device.
+struct DeviceVectors {
+    bias: Option<cudarc::driver::CudaSlice<u8>>,
+    alpha: Option<cudarc::driver::CudaSlice<u8>>,
+    beta: Option<cudarc::driver::CudaSlice<u8>>,
+    bias_len: usize,
+    scale_len: usize,
+}
+
+impl DeviceVectors {
+    fn upload(stream: &Arc<CudaStream>, info: &KernelInfo, fused: &HostFusion) -> Result<Self, Failed> {
+        let upload = |v: &Option<Vec<f64>>, dtype: DType| -> Result<_, Failed> {
+            v.as_ref()
+                .map(|v| stream.clone_htod(&verify::encode(dtype, v)))
+                .transpose()
+                .map_err(|e| format!("upload: {e}").into())
+        };
+        Ok(DeviceVectors {
+            bias: upload(&fused.bias, info.element_c)?,
+            alpha: upload(&fused.alpha_vector, info.element_epilogue)?,
+            beta: upload(&fused.beta_vector, info.element_epilogue)?,
+            bias_len: fused.bias.as_ref().map_or(0, Vec::len),
+            scale_len: fused.alpha_vector.as_ref().map_or(0, Vec::len),
+        })
+    }
+
+    fn operands(&self, stream: &CudaStream, activation_arg: f64) -> FusionOperands {
+        let vector = |buffer: &Option<cudarc::driver::CudaSlice<u8>>, len: usize| {
+            buffer.as_ref().map(|b| VectorOperand {
+                len,
+                address: b.device_ptr(stream).0,
+            })
+        };
+        FusionOperands {
+            bias: vector(&self.bias, self.bias_len),
+            alpha_vector: vector(&self.alpha, self.scale_len),
+            beta_vector: vector(&self.beta, self.scale_len),
+            aux: None,
+            reduction: None,
+            activation_arg,
+        }
+    }
 }
 
 /// Compares D's elements with the reference; every other element must still be the poison.
@@ -356,7 +508,7 @@ fn check_output(
         ));
     }
     let error = verify::relative_error(&got, &want);
-    let tolerance = verify::tolerance(info);
+    let tolerance = verify::fused_tolerance(info);
     if error.is_nan() || error > tolerance {
         return Err(format!(
             "{m}x{n}x{k} batch {} split-K {}: relative error {error:.3e} exceeds {tolerance:.1e}",
@@ -412,6 +564,77 @@ fn typed_f16_tn(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     let error = verify::relative_error(&out, &want);
     if error > 2e-3 {
         return Err(format!("relative error {error:.3e}").into());
+    }
+    Ok(())
+}
+
+/// The typed API of a fused kernel: bf16 GEMM + per-column bias + GELU through the generated
+/// `run` and its `Fused` operands, against the reference; a short bias is refused and launches
+/// nothing.
+fn typed_bias_gelu(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use half::bf16;
+    use kernels::bf16_sm90_128x256x64_bias_gelu as kernel;
+    let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+    let (m, n, k) = (320, 512, 264);
+    let to_bf16 = |v: &[f64]| v.iter().map(|&x| bf16::from_f64(x)).collect::<Vec<_>>();
+    let a_host = verify::random_values(DType::Bf16, m * k, 41);
+    let b_host = verify::random_values(DType::Bf16, k * n, 42);
+    let bias_host = verify::random_values(DType::Bf16, n, 43);
+    let a = stream.clone_htod(&to_bf16(&a_host)).map_err(|e| e.to_string())?;
+    let b = stream.clone_htod(&to_bf16(&b_host)).map_err(|e| e.to_string())?;
+    let bias = stream
+        .clone_htod(&to_bf16(&bias_host))
+        .map_err(|e| e.to_string())?;
+    let mut d = stream
+        .clone_htod(&vec![bf16::NAN; m * n])
+        .map_err(|e| e.to_string())?;
+    let gemm = Gemm::new(
+        MatrixRef::new(&a, m, k),
+        MatrixRef::new(&b, k, n),
+        MatrixMut::new(&mut d, m, n),
+        1.0f32,
+    );
+    kernel::run(&stream, gemm, kernel::Fused { bias: &bias })?;
+    let out: Vec<f64> = stream
+        .clone_dtoh(&d)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|x| x.to_f64())
+        .collect();
+    let acc = tn_reference(&a_host, &b_host, (m, n, k));
+    let want: Vec<f64> = (0..m * n)
+        .map(|i| {
+            let z = acc[i] + bias_host[i % n];
+            bf16::from_f64(verify::activation(Activation::Gelu, z, 0.0)).to_f64()
+        })
+        .collect();
+    let error = verify::relative_error(&out, &want);
+    if error.is_nan() || error > 1e-2 {
+        return Err(format!("bias + GELU: relative error {error:.3e}").into());
+    }
+    // A bias one vector short: refused before anything is enqueued, D untouched.
+    let short = stream
+        .clone_htod(&to_bf16(&bias_host[..n - 8]))
+        .map_err(|e| e.to_string())?;
+    let mut untouched = stream
+        .clone_htod(&vec![bf16::NAN; m * n])
+        .map_err(|e| e.to_string())?;
+    let gemm = Gemm::new(
+        MatrixRef::new(&a, m, k),
+        MatrixRef::new(&b, k, n),
+        MatrixMut::new(&mut untouched, m, n),
+        1.0f32,
+    );
+    match kernel::run(&stream, gemm, kernel::Fused { bias: &short }) {
+        Ok(()) => return Err("a bias of n - 8 elements was accepted".into()),
+        Err(e) if !e.to_string().contains("bias has 504 elements") => {
+            return Err(format!("unexpected refusal: {e}").into())
+        }
+        Err(_) => {}
+    }
+    let after = stream.clone_dtoh(&untouched).map_err(|e| e.to_string())?;
+    if !after.iter().all(|x| x.is_nan()) {
+        return Err("a refused launch wrote D".into());
     }
     Ok(())
 }
@@ -536,6 +759,7 @@ fn transposed_small_m(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Resu
         alpha,
         beta,
         split_k_slices: 1,
+        fusion: Default::default(),
     };
     let transposed = cutlass_aot::dispatch::transposed_operands(&operands);
     // SAFETY: live buffers of the kernel's element types (A of the problem is the kernel's B).
@@ -656,7 +880,17 @@ fn array_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), F
             None,
         );
         let mut want = hd.clone();
-        verify::reference_gemm(&ha, &hb, Some(&hc), &mut want, alpha, beta);
+        // The kernel's own epilogue (an activation; array mode takes no fused operands).
+        verify::reference_fused(
+            info,
+            &ha,
+            &hb,
+            Some(&hc),
+            &mut want,
+            None,
+            (alpha, beta),
+            &HostFusion::default(),
+        );
         expected.push(want);
         a.push(DeviceMatrix::upload(&stream, ha, info.element_a)?);
         b.push(DeviceMatrix::upload(&stream, hb, info.element_b)?);
@@ -884,6 +1118,14 @@ fn main() {
             if info.split_k == SplitK::Parallel && case.batch > 1 {
                 continue;
             }
+            // The fast clamp is exact for short K only; its refusal of longer K is in fusion.rs.
+            if info.epilogue.max_k().is_some_and(|max| case.k > max) {
+                continue;
+            }
+            // Row sums reduce one GEMM; their refusal of batches is in fusion.rs.
+            if info.fusion.reduction != Reduction::None && case.batch > 1 {
+                continue;
+            }
             add(
                 format!("{}::{}", info.rust_name, case.name),
                 Box::new(move |ctx| run_case(ctx, info, case)),
@@ -898,7 +1140,12 @@ fn main() {
                 Box::new(move |ctx| run_case(ctx, info, case)),
             );
         }
-        if info.api == Api::Cutlass2x && info.split_k != SplitK::Parallel {
+        // Array mode takes no fused operands; the fast clamp's K limit is below the case's K.
+        let array = info.api == Api::Cutlass2x
+            && info.split_k != SplitK::Parallel
+            && !info.fusion.has_operands()
+            && info.epilogue.max_k().is_none();
+        if array {
             add(
                 format!("{}::array_ragged_beta", info.rust_name),
                 Box::new(move |ctx| array_case(ctx, info)),
@@ -910,6 +1157,10 @@ fn main() {
     add(
         "typed::gemm_f16_tn_matches_reference".into(),
         Box::new(typed_f16_tn),
+    );
+    add(
+        "typed::bias_gelu_matches_reference_and_refuses_a_short_bias".into(),
+        Box::new(typed_bias_gelu),
     );
     add(
         "typed::bad_arguments_launch_nothing".into(),

@@ -4,41 +4,17 @@
 
 mod common;
 
-use common::{kernel, operand, operands, ADDR_A, ADDR_B, ADDR_C, ADDR_D, H100};
+use common::{
+    assert_contains, invalid_message, kernel, operand, operands, problem, reasons, ADDR_A, ADDR_B, ADDR_C,
+    ADDR_D, H100,
+};
 use cutlass_aot::abi::{cutlass_aot_gemm_args, cutlass_aot_gemm_mode};
 use cutlass_aot::array::{plan_array, ArrayOperand, ArrayOperands};
 use cutlass_aot::gemm::plan;
 use cutlass_aot::model::{Api, DType, Epilogue, Layout, MathOp, SplitK, Swizzle};
-use cutlass_aot::{kernels, Error, GemmOperands, GemmProblem, KernelInfo, MatrixShape};
+use cutlass_aot::{kernels, GemmOperands, GemmProblem, KernelInfo, MatrixShape};
 
 const ADDR_WORKSPACE: u64 = 0x7f40_0000_0000;
-
-fn problem(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmProblem {
-    GemmProblem::new(
-        (m, n, k),
-        (info.element_a, info.element_b, info.element_c),
-        (info.layout_a, info.layout_b, info.layout_c),
-    )
-}
-
-fn reasons(info: &KernelInfo, p: &GemmProblem) -> String {
-    info.supports(p)
-        .expect_err("the problem should be refused")
-        .reasons
-        .join("; ")
-}
-
-fn assert_contains(haystack: &str, needle: &str) {
-    assert!(haystack.contains(needle), "expected {needle:?} in:\n{haystack}");
-}
-
-fn invalid_message<T>(result: Result<T, Error>) -> String {
-    match result {
-        Err(Error::InvalidArgument { message, .. }) => message,
-        Err(other) => panic!("expected InvalidArgument, got {other:?}"),
-        Ok(_) => panic!("expected InvalidArgument, got Ok"),
-    }
-}
 
 /// `ops` with K split into `slices`.
 fn split(mut ops: GemmOperands, slices: usize) -> GemmOperands {

@@ -176,7 +176,11 @@ fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
     // (their list is checked in runtime_3x.rs); then the 2.x kernels of every mode and number
     // format (checked in modes.rs).
     assert!(all.len() > 13, "the manifest also has CUTLASS 3.x kernels");
-    let first_modes = all.len() - MANIFEST_ORDER_MODES.len();
+    let first_modes = all
+        .iter()
+        .position(|k| k.rust_name == MANIFEST_ORDER_MODES[0])
+        .expect("the mode kernels are in the registry");
+    let end_modes = first_modes + MANIFEST_ORDER_MODES.len();
     let prefix: Vec<_> = kernels_2x().iter().map(|k| k.rust_name).collect();
     assert_eq!(
         prefix.iter().copied().collect::<HashSet<_>>(),
@@ -188,11 +192,14 @@ fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
         all[13..first_modes].iter().all(|k| k.api == Api::Cutlass3x),
         "2.x kernels come first"
     );
-    let modes: Vec<_> = all[first_modes..].iter().map(|k| k.rust_name).collect();
+    let modes: Vec<_> = all[first_modes..end_modes].iter().map(|k| k.rust_name).collect();
     assert_eq!(
         modes, MANIFEST_ORDER_MODES,
-        "the last kernels are the 2.x modes, in manifest order"
+        "the 2.x modes follow, in manifest order"
     );
+    // The fused kernels come last (checked in fusion.rs).
+    assert!(all[end_modes..].iter().all(|k| !k.is_plain()));
+    assert!(all[..end_modes].iter().all(|k| k.is_plain()));
     // Names are unique across the whole registry.
     let rust_names: Vec<_> = all.iter().map(|k| k.rust_name).collect();
     let names: HashSet<_> = all.iter().map(|k| k.name).collect();
@@ -233,10 +240,10 @@ fn registry_by_name_finds_library_and_rust_names() {
 
 #[test]
 fn registry_filter_by_metadata() {
-    // Among the 2.x kernels (runtime_3x.rs filters the 3.x ones).
+    // Among the plain 2.x kernels (runtime_3x.rs filters the 3.x ones, fusion.rs the fused ones).
     let names = |pred: &dyn Fn(&KernelInfo) -> bool| -> Vec<&str> {
         kernels::REGISTRY
-            .filter(|k| k.api == Api::Cutlass2x && pred(k))
+            .filter(|k| k.api == Api::Cutlass2x && k.is_plain() && pred(k))
             .map(|k| k.rust_name)
             .collect()
     };
@@ -311,7 +318,9 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
         .map(|k| k.rust_name)
         .collect();
     let f16_3x: Vec<_> = kernels::REGISTRY
-        .filter(|k| k.api == Api::Cutlass3x && k.element_a == DType::F16 && k.layout_c == Layout::Row)
+        .filter(|k| {
+            k.api == Api::Cutlass3x && k.is_plain() && k.element_a == DType::F16 && k.layout_c == Layout::Row
+        })
         .map(|k| k.rust_name)
         .collect();
     assert!(!found_3x.is_empty());

@@ -429,9 +429,12 @@ fn fake_descriptor(address: u64) -> Vec<u8> {
 #[test]
 fn registry_lists_the_3x_kernels_after_the_2x_ones_in_manifest_order() {
     let all = kernels::REGISTRY.all();
-    assert_eq!(all.len(), COUNT_2X + MANIFEST_ORDER_3X.len() + COUNT_2X_MODES);
+    // 2.x kernels, 3.x kernels, the 2.x mode kernels, then the fused kernels (fusion.rs).
+    let plain = COUNT_2X + MANIFEST_ORDER_3X.len() + COUNT_2X_MODES;
+    assert!(all[..plain].iter().all(|k| k.is_plain()));
+    assert!(all[plain..].iter().all(|k| !k.is_plain()));
     assert!(all[..COUNT_2X].iter().all(|k| k.api == Api::Cutlass2x));
-    assert!(all[COUNT_2X + MANIFEST_ORDER_3X.len()..]
+    assert!(all[COUNT_2X + MANIFEST_ORDER_3X.len()..plain]
         .iter()
         .all(|k| k.api == Api::Cutlass2x));
     let names: Vec<&str> = kernels_3x().iter().map(|k| k.rust_name).collect();
@@ -571,8 +574,12 @@ fn registry_3x_metadata_follows_the_manifest() {
 
 #[test]
 fn registry_filters_3x_kernels_by_schedule_and_cluster() {
+    // Among the plain kernels (fusion.rs filters the fused ones).
     let names = |pred: &dyn Fn(&KernelInfo) -> bool| -> Vec<&str> {
-        kernels::REGISTRY.filter(pred).map(|k| k.rust_name).collect()
+        kernels::REGISTRY
+            .filter(|k| k.is_plain() && pred(k))
+            .map(|k| k.rust_name)
+            .collect()
     };
     assert_eq!(
         names(&|k| k.tile_scheduler == TileScheduler::StreamK),
@@ -604,7 +611,7 @@ fn registry_filters_3x_kernels_by_schedule_and_cluster() {
         ]
     );
     assert_eq!(
-        names(&|k| k.api == Api::Cutlass3x && k.element_a == DType::Bf16).len(),
+        names(&|k| k.api == Api::Cutlass3x && k.is_plain() && k.element_a == DType::Bf16).len(),
         10
     );
     // 2.x kernels carry neutral 3.x metadata.
@@ -1210,6 +1217,7 @@ fn small_m_problems_run_transposed_on_narrow_n_tiles() {
         alpha: 2.0,
         beta: 0.0,
         split_k_slices: 1,
+        fusion: Default::default(),
     };
     let tops = dispatch::transposed_operands(&ops);
     assert_eq!(
@@ -1515,6 +1523,7 @@ fn problem_of_reads_extents_from_a_and_b_and_the_batch_from_d() {
         alpha: 1.0,
         beta: 0.0,
         split_k_slices: 1,
+        fusion: Default::default(),
     };
     let p = dispatch::problem_of(signature, &ops, 90);
     assert_eq!((p.m, p.n, p.k, p.batch_count), (m, n, k, 3));
@@ -1557,6 +1566,7 @@ fn problem_of_reads_extents_from_a_and_b_and_the_batch_from_d() {
         c: Some(c),
         beta: 1.0,
         split_k_slices: 1,
+        fusion: Default::default(),
         ..ops
     };
     let p = dispatch::problem_of(signature, &ops, 80);

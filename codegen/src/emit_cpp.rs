@@ -9,7 +9,10 @@
 
 use std::fmt::Write as _;
 
-use crate::model::{Api, Epilogue, GemmKernel, OpClass, Shape3, SplitK};
+use crate::model::{
+    Activation, Api, AuxInput, AuxOutput, Broadcast, DType, Epilogue, GemmKernel, OpClass, Reduction,
+    Residual, Shape3, SplitK,
+};
 
 /// One generated translation unit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,6 +109,7 @@ fn kernel_source(k: &GemmKernel) -> String {
     // A parallel split-K GEMM writes unscaled partial sums in the accumulator type, in vectors of
     // at most 128 bits; the reduction then applies the kernel's own epilogue.
     let partial_count = k.alignment_c.min(k.element_accumulator.max_alignment());
+    let output_epilogue = |count: u32| thread_epilogue_2x(k, count);
     let (gemm_c, gemm_epilogue) = if parallel {
         let acc = k.element_accumulator.cutlass_type();
         (
@@ -116,31 +120,19 @@ fn kernel_source(k: &GemmKernel) -> String {
             ),
         )
     } else {
-        (
-            k.element_c.cutlass_type(),
-            format!(
-                "{}<{}, {}, {}, {}>",
-                k.epilogue.cutlass_template(),
-                k.element_c.cutlass_type(),
-                k.alignment_c,
-                k.element_accumulator.cutlass_type(),
-                k.element_epilogue.cutlass_type()
-            ),
-        )
+        (k.element_c.cutlass_type(), output_epilogue(k.alignment_c))
     };
     let entry = if parallel {
         format!(
             "using {name}_reduction = cutlass::reduction::kernel::ReduceSplitK<\n    \
              cutlass::MatrixShape<4, {columns}>,\n    \
-             {epilogue}<{ec}, {partial_count}, {eacc}, {eepi}>,\n    \
+             {epilogue},\n    \
              cutlass::reduction::thread::ReduceAdd<{eacc}, {eacc}, {partial_count}>>;\n\
              CUTLASS_AOT_GEMM_2X_SPLIT_K_PARALLEL({name}, {name}_gemm, {name}_reduction)\n",
             name = k.name,
             columns = 32 * partial_count,
-            epilogue = k.epilogue.cutlass_template(),
-            ec = k.element_c.cutlass_type(),
+            epilogue = output_epilogue(partial_count),
             eacc = k.element_accumulator.cutlass_type(),
-            eepi = k.element_epilogue.cutlass_type(),
         )
     } else {
         format!("CUTLASS_AOT_GEMM_2X({name}, {name}_gemm)\n", name = k.name)
@@ -182,6 +174,86 @@ fn kernel_source(k: &GemmKernel) -> String {
     )
 }
 
+/// The 2.x thread epilogue writing `count` elements of C per access: CUTLASS's generic linear
+/// combination with the activation, or the (fast) clamp, or the plain linear combination.
+fn thread_epilogue_2x(k: &GemmKernel, count: u32) -> String {
+    let (ec, eacc, eepi) = (
+        k.element_c.cutlass_type(),
+        k.element_accumulator.cutlass_type(),
+        k.element_epilogue.cutlass_type(),
+    );
+    let activation = k.fusion.activation;
+    if activation != Activation::Identity {
+        let functor = activation.cutlass_template();
+        // Heavy activations (GELU, sigmoid, ...) make CUTLASS's epilogue keep fewer fragments live.
+        return format!(
+            "cutlass::epilogue::thread::LinearCombinationGeneric<{functor}, {ec}, {count}, {eacc}, {eepi},\n        \
+             cutlass::epilogue::thread::ScaleType::Default, cutlass::FloatRoundStyle::round_to_nearest,\n        \
+             cutlass::epilogue::thread::kIsHeavy_member_or_false<{functor}<{eepi}>>::value>"
+        );
+    }
+    match k.epilogue {
+        // Accumulator and compute types are fixed (s32, f32) in CUTLASS's fast clamp.
+        Epilogue::FastLinearCombinationClamp => format!("{}<{ec}, {count}>", k.epilogue.cutlass_template()),
+        _ => format!("{}<{ec}, {count}, {eacc}, {eepi}>", k.epilogue.cutlass_template()),
+    }
+}
+
+/// The CUTLASS 3.x fusion operation of a fused kernel (`None`: the builder's default linear
+/// combination). Bias and aux take C's type and alignment; scale vectors the compute type.
+fn fusion_operation_3x(k: &GemmKernel) -> Option<String> {
+    let f = &k.fusion;
+    let activation = if k.epilogue == Epilogue::LinearCombinationClamp {
+        "cutlass::epilogue::thread::Clamp"
+    } else {
+        f.activation.cutlass_template()
+    };
+    if f.is_none() && k.epilogue == Epilogue::LinearCombination {
+        return None;
+    }
+    let (ed, eepi, lc, align) = (
+        k.element_c.cutlass_type(),
+        k.element_epilogue.cutlass_type(),
+        k.layout_c.cutlass_type(),
+        k.alignment_c,
+    );
+    let scalar_align = 128 / DType::F32.bits().max(k.element_epilogue.bits());
+    let fusion = "cutlass::epilogue::fusion";
+    // Backward: the activation's derivative at the aux input, and the row sums of D (f32).
+    if f.aux_input == AuxInput::PreActivation {
+        let derivative = f.activation.derivative_template().unwrap_or(activation);
+        return Some(match f.reduction {
+            Reduction::RowSum => format!(
+                "{fusion}::LinCombDeEltActDePerRowBias<{lc}, {derivative}, {ed}, {eepi}, {ed}, {eepi}, {ed}, {eepi}, {align}, {scalar_align}>"
+            ),
+            Reduction::None => format!(
+                "{fusion}::LinCombDeEltAct<{lc}, {derivative}, {ed}, {eepi}, {ed}, {ed}, {eepi}, {align}>"
+            ),
+        });
+    }
+    let direction = |b: Broadcast| if b == Broadcast::PerRow { "Row" } else { "Col" };
+    Some(match (f.bias, f.scale, f.aux_output, f.residual) {
+        (_, _, _, Residual::AfterActivation) => format!(
+            "{fusion}::PerColResAddPerColBiasEltAct<{activation}, {ed}, {eepi}, {ed}, {ed}, {eepi}, {align}, {scalar_align}>"
+        ),
+        (_, Broadcast::PerRow | Broadcast::PerCol, _, _) => {
+            let dir = direction(f.scale);
+            format!(
+                "{fusion}::Per{dir}LinCombPer{dir}BiasEltAct<{activation}, {ed}, {eepi}, {ed}, {ed}, {eepi}, {align}, {scalar_align}>"
+            )
+        }
+        (Broadcast::PerRow | Broadcast::PerCol, _, AuxOutput::PreActivation, _) => format!(
+            "{fusion}::LinCombPer{}BiasEltActAux<{lc}, {activation}, {ed}, {eepi}, {ed}, {ed}, {ed}, {eepi}, {align}, {align}>",
+            direction(f.bias)
+        ),
+        (Broadcast::PerRow | Broadcast::PerCol, _, _, _) => format!(
+            "{fusion}::LinCombPer{}BiasEltAct<{activation}, {ed}, {eepi}, {ed}, {ed}, {eepi}, {align}>",
+            direction(f.bias)
+        ),
+        _ => format!("{fusion}::LinCombEltAct<{activation}, {ed}, {eepi}, {ed}, {eepi}>"),
+    })
+}
+
 /// `cute::Shape<cute::_128, cute::_128, cute::_64>`: static extents, as the builders require.
 fn cute_shape(s: Shape3) -> String {
     format!("cute::Shape<cute::_{}, cute::_{}, cute::_{}>", s.m, s.n, s.k)
@@ -215,7 +287,7 @@ fn kernel_source_3x(k: &GemmKernel) -> String {
          cutlass::epilogue::collective::EpilogueTileAuto, {eacc}, {eepi},\n    \
          {ec}, {lc}, {align_c},\n    \
          {ec}, {lc}, {align_c},\n    \
-         {epilogue_schedule}>::CollectiveOp;\n\
+         {epilogue_schedule}{fusion}>::CollectiveOp;\n\
          using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<\n    \
          cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,\n    \
          {ea}, {la}, {align_a},\n    \
@@ -246,5 +318,6 @@ fn kernel_source_3x(k: &GemmKernel) -> String {
         schedule = k.schedule.cutlass_type(),
         epilogue_schedule = k.epilogue_schedule.cutlass_type(k.schedule),
         scheduler = k.tile_scheduler.cutlass_type(),
+        fusion = fusion_operation_3x(k).map_or(String::new(), |op| format!(",\n    {op}")),
     )
 }

@@ -9,7 +9,9 @@ use std::path::Path;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::model::{DType, GemmKernel, Layout, Shape3, SplitK};
+use crate::model::{
+    AuxInput, AuxOutput, Broadcast, DType, Fusion, GemmKernel, Layout, Reduction, Shape3, SplitK,
+};
 
 /// Where a unit's compiled outputs are, as seen from the generated code.
 pub struct UnitImage<'a> {
@@ -224,9 +226,11 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
         quote!(::cutlass_aot::model::Epilogue),
         format!("{:?}", k.epilogue),
     );
+    let fusion = fusion_value(&k.fusion);
+    let (run_items, formula) = run_functions(k, &ts, &tc, &ltc);
     let origin = &k.origin;
     let doc = format!(
-        " `{name}`: D = alpha·(A @ B) + beta·C with A {a} {la_}, B {b} {lb_}, C/D {c} {lc_}, \
+        " `{name}`: {formula} with A {a} {la_}, B {b} {lb_}, C/D {c} {lc_}, \
          accumulating in {acc}; tile {tile_}, {stages} stages, from {origin}.",
         a = k.element_a,
         b = k.element_b,
@@ -271,6 +275,7 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
                 swizzle: #swizzle,
                 split_k: #split_k,
                 epilogue: #epilogue,
+                fusion: #fusion,
                 schedule: #schedule,
                 epilogue_schedule: #epilogue_schedule,
                 tile_scheduler: #tile_scheduler,
@@ -299,24 +304,208 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
             /// Arguments of this kernel.
             pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
 
-            /// Launches the kernel on `stream` (stream-ordered, no synchronisation). Every extent,
-            /// stride, buffer length and pointer alignment is checked first; on error nothing is
-            /// launched.
-            pub fn run(
-                stream: &::cutlass_aot::CudaStream,
-                args: Args<'_>,
-            ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
-                ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
-            }
-
-            /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
-            /// kernel. Shapes, alignment and buffer sizes are checked first.
-            pub fn run_array(
-                stream: &::cutlass_aot::CudaStream,
-                args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
-            ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
-                ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
-            }
+            #run_items
         }
+    }
+}
+
+/// The kernel's [`Fusion`] as a constant.
+fn fusion_value(f: &Fusion) -> TokenStream {
+    let activation = variant(
+        quote!(::cutlass_aot::model::Activation),
+        format!("{:?}", f.activation),
+    );
+    let bias = variant(quote!(::cutlass_aot::model::Broadcast), format!("{:?}", f.bias));
+    let scale = variant(quote!(::cutlass_aot::model::Broadcast), format!("{:?}", f.scale));
+    let aux = variant(
+        quote!(::cutlass_aot::model::AuxOutput),
+        format!("{:?}", f.aux_output),
+    );
+    let residual = variant(
+        quote!(::cutlass_aot::model::Residual),
+        format!("{:?}", f.residual),
+    );
+    let aux_input = variant(
+        quote!(::cutlass_aot::model::AuxInput),
+        format!("{:?}", f.aux_input),
+    );
+    let reduction = variant(
+        quote!(::cutlass_aot::model::Reduction),
+        format!("{:?}", f.reduction),
+    );
+    quote! {
+        ::cutlass_aot::model::Fusion {
+            activation: #activation,
+            bias: #bias,
+            scale: #scale,
+            aux_output: #aux,
+            residual: #residual,
+            aux_input: #aux_input,
+            reduction: #reduction,
+        }
+    }
+}
+
+/// The formula a kernel computes, for its documentation.
+fn formula(k: &GemmKernel) -> String {
+    let f = &k.fusion;
+    let (alpha, beta) = match f.scale {
+        Broadcast::None => ("alpha", "beta"),
+        Broadcast::PerRow => ("alpha[row]", "beta[row]"),
+        Broadcast::PerCol => ("alpha[col]", "beta[col]"),
+    };
+    let bias = match f.bias {
+        Broadcast::None => "",
+        Broadcast::PerRow => " + bias[row]",
+        Broadcast::PerCol => " + bias[col]",
+    };
+    let act = |x: String| match f.activation {
+        crate::model::Activation::Identity => x,
+        a => format!("{a}({x})"),
+    };
+    let clamp = |x: String| match k.epilogue {
+        crate::model::Epilogue::LinearCombination => x,
+        e => format!("{e}({x})"),
+    };
+    let d = if f.aux_input == AuxInput::PreActivation {
+        format!(
+            "d{}(Z)·({alpha}·(A @ B) + {beta}·C), Z the aux input",
+            f.activation
+        )
+    } else if f.residual == crate::model::Residual::AfterActivation {
+        format!("{} + {beta}·C", act(format!("{alpha}·(A @ B){bias}")))
+    } else {
+        act(format!("{alpha}·(A @ B) + {beta}·C{bias}"))
+    };
+    let mut text = format!("D = {}", clamp(d));
+    if f.aux_output == AuxOutput::PreActivation {
+        text.push_str(", and the value before the activation into the aux output");
+    }
+    if f.reduction == Reduction::RowSum {
+        text.push_str(", and the sum of each row of D into `row_sums`");
+    }
+    text
+}
+
+/// The generated `run` (and `run_array`) of a kernel. A kernel whose fusion takes operands gets a
+/// `Fused` struct with exactly those fields, and `run` takes it as a third argument; array mode
+/// takes no fused operands, so such kernels have no `run_array`.
+fn run_functions(
+    k: &GemmKernel,
+    scalar: &TokenStream,
+    c: &TokenStream,
+    layout_c: &TokenStream,
+) -> (TokenStream, String) {
+    let formula = formula(k);
+    let plain = quote! {
+        /// Launches the kernel on `stream` (stream-ordered, no synchronisation). Every extent,
+        /// stride, buffer length and pointer alignment is checked first; on error nothing is
+        /// launched.
+        pub fn run(
+            stream: &::cutlass_aot::CudaStream,
+            args: Args<'_>,
+        ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+            ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
+        }
+
+        /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+        /// kernel. Shapes, alignment and buffer sizes are checked first.
+        pub fn run_array(
+            stream: &::cutlass_aot::CudaStream,
+            args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+        ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+            ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
+        }
+    };
+    let f = &k.fusion;
+    if !f.has_operands() {
+        return (plain, formula);
+    }
+    let mut fields = TokenStream::new();
+    let mut values = TokenStream::new();
+    if let Some((what, extent)) = vector_doc(f.bias) {
+        let doc = format!(" The {what} bias: {extent} elements of C's type.");
+        fields
+            .extend(quote! { #[doc = #doc] pub bias: &'a dyn ::cutlass_aot::cudarc::driver::DevicePtr<#c>, });
+        values.extend(quote! { bias: ::core::option::Option::Some(fused.bias), });
+    }
+    if let Some((what, extent)) = vector_doc(f.scale) {
+        let doc_alpha = format!(" The {what} alpha: {extent} elements; `None` uses the scalar alpha.");
+        let doc_beta = format!(" The {what} beta: {extent} elements; `None` uses the scalar beta.");
+        fields.extend(quote! {
+            #[doc = #doc_alpha] pub alpha_vector: ::core::option::Option<&'a dyn ::cutlass_aot::cudarc::driver::DevicePtr<#scalar>>,
+            #[doc = #doc_beta] pub beta_vector: ::core::option::Option<&'a dyn ::cutlass_aot::cudarc::driver::DevicePtr<#scalar>>,
+        });
+        values.extend(quote! { alpha_vector: fused.alpha_vector, beta_vector: fused.beta_vector, });
+    }
+    if f.aux_output == AuxOutput::PreActivation {
+        fields.extend(quote! {
+            /// Receives the value before the activation: m×n, C's type and layout, batched as D.
+            pub aux: ::cutlass_aot::MatrixMut<'a, #c, #layout_c>,
+        });
+        values.extend(quote! { aux: ::core::option::Option::Some(fused.aux), });
+    }
+    if f.aux_input == AuxInput::PreActivation {
+        fields.extend(quote! {
+            /// The forward pass's pre-activation value: m×n, C's type and layout, batched as D.
+            pub aux_input: ::cutlass_aot::MatrixRef<'a, #c, #layout_c>,
+        });
+        values.extend(quote! { aux_input: ::core::option::Option::Some(fused.aux_input), });
+    }
+    if f.reduction == Reduction::RowSum {
+        fields.extend(quote! {
+            /// Receives the sum of each row of D: m values of the compute type.
+            pub row_sums: &'a mut dyn ::cutlass_aot::cudarc::driver::DevicePtrMut<#scalar>,
+        });
+        values.extend(quote! { reduction: ::core::option::Option::Some(fused.row_sums), });
+    }
+    if f.activation.has_argument() {
+        fields.extend(quote! {
+            /// leaky_relu's slope: x for x > 0, else slope·x.
+            pub leaky_alpha: #scalar,
+        });
+        values.extend(quote! { activation_arg: ::core::convert::Into::<f64>::into(fused.leaky_alpha), });
+    }
+    // Only a kernel with operand buffers borrows them; a slope alone is a plain value.
+    let borrows = f.bias != Broadcast::None
+        || f.scale != Broadcast::None
+        || f.aux_output != AuxOutput::None
+        || f.aux_input != AuxInput::None
+        || f.reduction != Reduction::None;
+    let (lifetime, anonymous) = if borrows {
+        (quote!(<'a>), quote!(<'_>))
+    } else {
+        (quote!(), quote!())
+    };
+    let items = quote! {
+        /// The fused epilogue's operands of this kernel.
+        pub struct Fused #lifetime {
+            #fields
+        }
+
+        /// Launches the kernel on `stream` (stream-ordered, no synchronisation) with its fused
+        /// operands. Every extent, stride, buffer length and pointer alignment is checked first;
+        /// on error nothing is launched.
+        pub fn run(
+            stream: &::cutlass_aot::CudaStream,
+            args: Args<'_>,
+            fused: Fused #anonymous,
+        ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+            ::cutlass_aot::gemm::launch_fused::<Kernel>(
+                stream,
+                args,
+                ::cutlass_aot::FusedArgs { #values ..::core::default::Default::default() },
+            )
+        }
+    };
+    (items, formula)
+}
+
+/// How a vector's documentation names it: its direction and length.
+fn vector_doc(b: Broadcast) -> Option<(&'static str, &'static str)> {
+    match b {
+        Broadcast::None => None,
+        Broadcast::PerRow => Some(("per-row", "m")),
+        Broadcast::PerCol => Some(("per-column", "n")),
     }
 }

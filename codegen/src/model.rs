@@ -46,6 +46,8 @@ pub struct GemmKernel {
     /// manifest; 3.x: stream-K kernels split in their scheduler, others cannot).
     pub split_k: SplitK,
     pub epilogue: Epilogue,
+    /// Activation, bias, scale vectors, aux output and residual fused into the epilogue.
+    pub fusion: Fusion,
     /// Where the entry came from, for messages: `file:line`.
     pub origin: String,
 }
@@ -137,7 +139,30 @@ impl GemmKernel {
         if self.split_k == SplitK::Parallel {
             name.push_str("_splitk_parallel");
         }
+        name.push_str(&self.epilogue_suffix());
         name
+    }
+
+    /// The epilogue when the manifest names none: s8 outputs of 2.x kernels saturate (CUTLASS's
+    /// plain linear combination would wrap).
+    pub fn default_epilogue(&self) -> Epilogue {
+        if self.element_c == DType::S8 && self.api() == Api::Cutlass2x {
+            Epilogue::LinearCombinationClamp
+        } else {
+            Epilogue::LinearCombination
+        }
+    }
+
+    /// `_{epilogue}` for a non-default epilogue, then `_{fusion label}` for a fused one.
+    fn epilogue_suffix(&self) -> String {
+        let mut suffix = String::new();
+        if self.epilogue != self.default_epilogue() {
+            suffix = format!("_{}", self.epilogue.manifest_name());
+        }
+        if !self.fusion.is_none() {
+            suffix.push_str(&format!("_{}", self.fusion.label()));
+        }
+        suffix
     }
 
     /// CUTLASS's 3.x naming: `cutlass3x_sm90_tensorop_gemm_{a}_{b}_{acc}_{c}_{d}_{tile}_{cluster}_
@@ -183,6 +208,7 @@ impl GemmKernel {
         if self.element_epilogue != self.element_accumulator {
             name.push_str(&format!("_epi{}", self.element_epilogue.library_name()));
         }
+        name.push_str(&self.epilogue_suffix());
         name
     }
 

@@ -72,6 +72,40 @@ operations:
     stages: 3
     math: multiply_add_fast_f32
     swizzle: horizontal
+  - kind: gemm
+    name: f16_tn_{activation}
+    arch: 80
+    a: f16
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 32]
+    warps: [2, 2, 1]
+    stages: 3
+    activation: leaky_relu
+  - kind: gemm
+    name: bf16_sm90_{fusion}
+    arch: 90
+    a: bf16
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 64]
+    schedule: cooperative
+    epilogue_schedule: tma
+    bias: per_col
+    activation: gelu
+    aux_output: pre_activation
+  - kind: gemm
+    name: f16_sm90_{fusion}
+    arch: 90
+    a: f16
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 64]
+    schedule: cooperative
+    epilogue_schedule: tma
+    scale: per_row
+    bias: per_row
+    activation: silu
 ";
 
 /// A measured table naming one kernel of the manifest and one it does not have.
@@ -141,7 +175,7 @@ fn units_group_kernels_by_family() {
             "tensorop_f32_f32_0"
         ]
     );
-    assert_eq!(units[0].kernels.len(), 2);
+    assert_eq!(units[0].kernels.len(), 3);
     // Families are split at the per-unit limit, in manifest order.
     let kernels = manifest::parse(MANIFEST, "golden.yaml").unwrap();
     let split = emit_cpp::plan_units(&kernels, 1);
@@ -151,10 +185,13 @@ fn units_group_kernels_by_family() {
         [
             "tensorop_f16_f32_0",
             "tensorop_f16_f32_1",
+            "tensorop_f16_f32_2",
             "simt_f64_f64_0",
             "sm90_tensorop_bf16_f32_0",
             "sm90_tensorop_bf16_f32_1",
+            "sm90_tensorop_bf16_f32_2",
             "sm90_tensorop_f16_f32_0",
+            "sm90_tensorop_f16_f32_1",
             "tensorop_s8_s32_0",
             "tensorop_f32_f32_0"
         ]

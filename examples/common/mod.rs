@@ -615,6 +615,7 @@ impl GemmData {
             alpha,
             beta,
             split_k_slices,
+            fusion: Default::default(),
         }
     }
 

@@ -269,6 +269,10 @@ spelled_enum! {
         /// The same, clamped to the output type's range before conversion (integer outputs
         /// saturate instead of wrapping).
         LinearCombinationClamp = "linear_combination_clamp",
+        /// CUTLASS's fast int8 clamp (2.x, s32 accumulators, s8 output): the float → int conversion
+        /// by magic-number addition is exact only while |accumulator| < 2^22, so K is limited (see
+        /// [`Epilogue::max_k`]).
+        FastLinearCombinationClamp = "fast_linear_combination_clamp",
     }
 }
 
@@ -277,7 +281,231 @@ impl Epilogue {
         match self {
             Epilogue::LinearCombination => "cutlass::epilogue::thread::LinearCombination",
             Epilogue::LinearCombinationClamp => "cutlass::epilogue::thread::LinearCombinationClamp",
+            Epilogue::FastLinearCombinationClamp => "cutlass::epilogue::thread::FastLinearCombinationClamp",
         }
+    }
+
+    /// The largest K the epilogue is exact for, if limited: the fast clamp converts through f32
+    /// with a magic-number trick that holds while |accumulator| < 2^22, and s8 products reach
+    /// 2^14, so K ≤ 256 (CUTLASS's own bound for it).
+    pub fn max_k(self) -> Option<usize> {
+        match self {
+            Epilogue::FastLinearCombinationClamp => Some(256),
+            Epilogue::LinearCombination | Epilogue::LinearCombinationClamp => None,
+        }
+    }
+}
+
+spelled_enum! {
+    /// The elementwise activation applied after the linear combination (and bias).
+    Activation {
+        Identity = "identity",
+        /// max(x, 0).
+        Relu = "relu",
+        /// x for x > 0, else slope · x; the slope is a run-time argument.
+        LeakyRelu = "leaky_relu",
+        Tanh = "tanh",
+        /// 1 / (1 + e^-x).
+        Sigmoid = "sigmoid",
+        /// x · sigmoid(x).
+        Silu = "silu",
+        /// x · relu6(x + 3) / 6.
+        Hardswish = "hardswish",
+        /// x · Φ(x) with the exact error function (PyTorch's `gelu`, approximate="none").
+        Gelu = "gelu",
+        /// The tanh approximation of GELU (PyTorch's approximate="tanh", cuBLASLt's GELU epilogue).
+        GeluTaylor = "gelu_taylor",
+    }
+}
+
+impl Activation {
+    /// CUTLASS's functor template (`cutlass::epilogue::thread`), shared by the 2.x generic linear
+    /// combination and the 3.x fusion operations.
+    pub fn cutlass_template(self) -> &'static str {
+        match self {
+            Activation::Identity => "cutlass::epilogue::thread::Identity",
+            Activation::Relu => "cutlass::epilogue::thread::ReLu",
+            Activation::LeakyRelu => "cutlass::epilogue::thread::LeakyReLU",
+            Activation::Tanh => "cutlass::epilogue::thread::Tanh",
+            Activation::Sigmoid => "cutlass::epilogue::thread::Sigmoid",
+            Activation::Silu => "cutlass::epilogue::thread::SiLu",
+            Activation::Hardswish => "cutlass::epilogue::thread::HardSwish",
+            Activation::Gelu => "cutlass::epilogue::thread::GELU",
+            Activation::GeluTaylor => "cutlass::epilogue::thread::GELU_taylor",
+        }
+    }
+
+    /// Whether the activation takes a run-time argument (leaky_relu's slope).
+    pub fn has_argument(self) -> bool {
+        self == Activation::LeakyRelu
+    }
+
+    /// CUTLASS's functor of the activation's derivative, given the pre-activation value (for
+    /// backward kernels, `aux_input`), where CUTLASS has one: dReLU (from Z) and the derivative of
+    /// the tanh GELU.
+    pub fn derivative_template(self) -> Option<&'static str> {
+        match self {
+            Activation::Relu => Some("cutlass::epilogue::thread::dReLU_Z"),
+            Activation::GeluTaylor => Some("cutlass::epilogue::thread::dGELU"),
+            _ => None,
+        }
+    }
+}
+
+spelled_enum! {
+    /// How an epilogue vector (bias, scale) is broadcast over D (m×n).
+    Broadcast {
+        None = "none",
+        /// One value per row of D: a vector of m elements, broadcast along each row.
+        PerRow = "per_row",
+        /// One value per column of D: a vector of n elements, broadcast down each column (the bias
+        /// of a linear layer, y = x·Wᵀ + b, as PyTorch's `addmm` adds it).
+        PerCol = "per_col",
+    }
+}
+
+impl Broadcast {
+    /// The vector's length for an m×n D, or `None` without a vector.
+    pub fn length(self, m: usize, n: usize) -> Option<usize> {
+        match self {
+            Broadcast::None => None,
+            Broadcast::PerRow => Some(m),
+            Broadcast::PerCol => Some(n),
+        }
+    }
+}
+
+spelled_enum! {
+    /// An extra output matrix written by the epilogue.
+    AuxOutput {
+        None = "none",
+        /// The value before the activation (alpha·acc + beta·C + bias), e.g. for a backward pass;
+        /// same type and layout as D.
+        PreActivation = "pre_activation",
+    }
+}
+
+spelled_enum! {
+    /// An extra input matrix read by the epilogue of a backward kernel.
+    AuxInput {
+        None = "none",
+        /// The forward pass's pre-activation value Z: the kernel computes the activation's
+        /// derivative at Z times alpha·acc + beta·C (the gradient through the activation).
+        PreActivation = "pre_activation",
+    }
+}
+
+spelled_enum! {
+    /// A reduction of D written by the epilogue.
+    Reduction {
+        None = "none",
+        /// The sum of each row of D (m values of the compute type): the bias gradient of a
+        /// per-row bias.
+        RowSum = "row_sum",
+    }
+}
+
+spelled_enum! {
+    /// Where C enters the epilogue.
+    Residual {
+        /// D = act(alpha·acc + beta·C + bias): C is added before the activation.
+        None = "none",
+        /// D = act(alpha·acc + bias) + beta·C: C is a residual added after the activation.
+        AfterActivation = "after_activation",
+    }
+}
+
+/// The fused part of an epilogue, beyond its linear combination: what the kernel computes per
+/// element, and which extra operands its launch takes.
+///
+/// `Z = alpha·acc + beta·C + bias` (alpha, beta: scalars, or per-row/per-column vectors with
+/// `scale`), `D = act(Z)`; with `residual: after_activation`, `D = act(alpha·acc + bias) + beta·C`;
+/// with `aux_output: pre_activation`, Z is also stored. A backward kernel (`aux_input:
+/// pre_activation`) reads Z and computes `D = act'(Z) · (alpha·acc + beta·C)`; with `reduction:
+/// row_sum` it also writes each row's sum of D.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fusion {
+    pub activation: Activation,
+    pub bias: Broadcast,
+    /// Per-row or per-column alpha and beta vectors (each optional at run time: a scalar is used
+    /// where no vector is given).
+    pub scale: Broadcast,
+    pub aux_output: AuxOutput,
+    pub residual: Residual,
+    /// Backward kernels: the activation's derivative at this input (the activation must have one).
+    pub aux_input: AuxInput,
+    pub reduction: Reduction,
+}
+
+impl Fusion {
+    /// A plain linear combination.
+    pub const NONE: Fusion = Fusion {
+        activation: Activation::Identity,
+        bias: Broadcast::None,
+        scale: Broadcast::None,
+        aux_output: AuxOutput::None,
+        residual: Residual::None,
+        aux_input: AuxInput::None,
+        reduction: Reduction::None,
+    };
+
+    pub fn is_none(&self) -> bool {
+        *self == Fusion::NONE
+    }
+
+    /// Whether the launch takes operands or arguments beyond A, B, C and D (a bias, scale vectors,
+    /// an aux output, an activation argument).
+    pub fn has_operands(&self) -> bool {
+        self.bias != Broadcast::None
+            || self.scale != Broadcast::None
+            || self.aux_output != AuxOutput::None
+            || self.aux_input != AuxInput::None
+            || self.reduction != Reduction::None
+            || self.activation.has_argument()
+    }
+
+    /// A short name of the fusion, `_`-joined, e.g. `bias_gelu`: `bias` is a per-column bias (a
+    /// linear layer's), `row_bias` a per-row one; likewise `scale` / `row_scale`; then `residual`,
+    /// the activation and `aux`. `linear_combination` when nothing is fused.
+    pub fn label(&self) -> alloc::string::String {
+        let mut parts: alloc::vec::Vec<&str> = alloc::vec::Vec::new();
+        match self.scale {
+            Broadcast::None => {}
+            Broadcast::PerRow => parts.push("row_scale"),
+            Broadcast::PerCol => parts.push("scale"),
+        }
+        match self.bias {
+            Broadcast::None => {}
+            Broadcast::PerRow => parts.push("row_bias"),
+            Broadcast::PerCol => parts.push("bias"),
+        }
+        // A backward kernel applies the activation's derivative: `d` + its name.
+        let derivative;
+        if self.aux_input == AuxInput::PreActivation {
+            derivative = alloc::format!("d{}", self.activation.manifest_name());
+            parts.push(&derivative);
+        } else if self.activation != Activation::Identity {
+            parts.push(self.activation.manifest_name());
+        }
+        if self.reduction == Reduction::RowSum {
+            parts.push("row_sum");
+        }
+        if self.residual == Residual::AfterActivation {
+            parts.push("residual");
+        }
+        if self.aux_output == AuxOutput::PreActivation {
+            parts.push("aux");
+        }
+        if parts.is_empty() {
+            parts.push("linear_combination");
+        }
+        parts.join("_")
+    }
+}
+
+impl Default for Fusion {
+    fn default() -> Self {
+        Fusion::NONE
     }
 }
 

@@ -4,7 +4,7 @@
 
 use cutlass_aot::device::DeviceProps;
 use cutlass_aot::model::Layout;
-use cutlass_aot::{kernels, GemmOperands, KernelInfo, MatrixShape, Operand};
+use cutlass_aot::{kernels, Error, GemmOperands, GemmProblem, KernelInfo, MatrixShape, Operand};
 
 /// An H100 SXM as `device::props` would report it.
 pub const H100: DeviceProps = DeviceProps {
@@ -44,5 +44,37 @@ pub fn operands(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmOperands
         alpha: 1.0,
         beta: 0.0,
         split_k_slices: 1,
+        fusion: Default::default(),
+    }
+}
+
+/// The problem of `info`'s types and layouts with extents m×n×k.
+pub fn problem(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmProblem {
+    GemmProblem::new(
+        (m, n, k),
+        (info.element_a, info.element_b, info.element_c),
+        (info.layout_a, info.layout_b, info.layout_c),
+    )
+}
+
+/// `info`'s reasons for refusing `p`, joined (the problem must be refused).
+pub fn reasons(info: &KernelInfo, p: &GemmProblem) -> String {
+    info.supports(p)
+        .expect_err("the problem should be refused")
+        .reasons
+        .join("; ")
+}
+
+/// Panics, showing both, unless `needle` is in `haystack`.
+pub fn assert_contains(haystack: &str, needle: &str) {
+    assert!(haystack.contains(needle), "expected {needle:?} in:\n{haystack}");
+}
+
+/// The message of an `InvalidArgument` error (anything else panics).
+pub fn invalid_message<T>(result: Result<T, Error>) -> String {
+    match result {
+        Err(Error::InvalidArgument { message, .. }) => message,
+        Err(other) => panic!("expected InvalidArgument, got {other:?}"),
+        Ok(_) => panic!("expected InvalidArgument, got Ok"),
     }
 }

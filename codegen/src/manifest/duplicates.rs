@@ -98,6 +98,13 @@ fn differences(x: &GemmKernel, y: &GemmKernel) -> Vec<&'static str> {
         ("math", x.math == y.math),
         ("swizzle", x.swizzle == y.swizzle),
         ("epilogue", x.epilogue == y.epilogue),
+        ("activation", x.fusion.activation == y.fusion.activation),
+        ("bias", x.fusion.bias == y.fusion.bias),
+        ("scale", x.fusion.scale == y.fusion.scale),
+        ("aux_output", x.fusion.aux_output == y.fusion.aux_output),
+        ("residual", x.fusion.residual == y.fusion.residual),
+        ("aux_input", x.fusion.aux_input == y.fusion.aux_input),
+        ("reduction", x.fusion.reduction == y.fusion.reduction),
     ];
     fields
         .iter()

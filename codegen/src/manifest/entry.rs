@@ -5,8 +5,8 @@ use super::report::Report;
 use super::schema::RawOperation;
 use super::values::{describe, family, integer, shape_family, spelled_family, stages, BadValue, Stages};
 use crate::model::{
-    DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout, MathOp, OpClass, Shape3, SplitK, Swizzle,
-    TileScheduler,
+    Activation, AuxInput, AuxOutput, Broadcast, DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout,
+    MathOp, OpClass, Reduction, Residual, Shape3, SplitK, Swizzle, TileScheduler,
 };
 use serde_yaml::Value;
 
@@ -43,6 +43,13 @@ pub struct Entry {
     pub swizzle: Option<Vec<Swizzle>>,
     pub split_k: Option<Vec<SplitK>>,
     pub epilogue: Option<Vec<Epilogue>>,
+    pub activation: Option<Vec<Activation>>,
+    pub bias: Option<Vec<Broadcast>>,
+    pub scale: Option<Vec<Broadcast>>,
+    pub aux_output: Option<Vec<AuxOutput>>,
+    pub residual: Option<Vec<Residual>>,
+    pub aux_input: Option<Vec<AuxInput>>,
+    pub reduction: Option<Vec<Reduction>>,
 }
 
 /// Reads entry `index`, reporting every problem; `None` when a required field is missing or
@@ -113,6 +120,27 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         }),
         epilogue: r.optional("epilogue", &raw.epilogue, |v| {
             spelled_family(v, Epilogue::from_manifest_name, &Epilogue::allowed())
+        }),
+        activation: r.optional("activation", &raw.activation, |v| {
+            spelled_family(v, Activation::from_manifest_name, &Activation::allowed())
+        }),
+        bias: r.optional("bias", &raw.bias, |v| {
+            spelled_family(v, Broadcast::from_manifest_name, &Broadcast::allowed())
+        }),
+        scale: r.optional("scale", &raw.scale, |v| {
+            spelled_family(v, Broadcast::from_manifest_name, &Broadcast::allowed())
+        }),
+        aux_output: r.optional("aux_output", &raw.aux_output, |v| {
+            spelled_family(v, AuxOutput::from_manifest_name, &AuxOutput::allowed())
+        }),
+        residual: r.optional("residual", &raw.residual, |v| {
+            spelled_family(v, Residual::from_manifest_name, &Residual::allowed())
+        }),
+        aux_input: r.optional("aux_input", &raw.aux_input, |v| {
+            spelled_family(v, AuxInput::from_manifest_name, &AuxInput::allowed())
+        }),
+        reduction: r.optional("reduction", &raw.reduction, |v| {
+            spelled_family(v, Reduction::from_manifest_name, &Reduction::allowed())
         }),
     };
     entry.clean = r.clean;

@@ -3,15 +3,15 @@
 use super::entry::Entry;
 use super::values::Stages;
 use crate::model::{
-    Api, DType, Epilogue, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, MathOp, OpClass, Shape3,
-    SplitK, Swizzle, TileScheduler,
+    Activation, Api, AuxInput, AuxOutput, Broadcast, DType, Epilogue, EpilogueSchedule, Fusion, GemmKernel,
+    KernelSchedule, Layout, MathOp, OpClass, Reduction, Residual, Shape3, SplitK, Swizzle, TileScheduler,
 };
 
 /// More kernels than this from one entry is surely a mistake (each one is compiled by nvcc).
 pub const MAX_KERNELS_PER_ENTRY: usize = 4096;
 
 /// How many fields an entry has (its `kind` and `name` aside).
-const FIELDS: usize = 24;
+const FIELDS: usize = 31;
 
 /// How many kernels `entry` expands to.
 pub fn count(e: &Entry) -> usize {
@@ -48,6 +48,13 @@ fn lengths(e: &Entry) -> [usize; FIELDS] {
         len(&e.swizzle),
         len(&e.split_k),
         len(&e.epilogue),
+        len(&e.activation),
+        len(&e.bias),
+        len(&e.scale),
+        len(&e.aux_output),
+        len(&e.residual),
+        len(&e.aux_input),
+        len(&e.reduction),
     ]
 }
 
@@ -90,6 +97,13 @@ pub fn expand(e: &Entry, origin: &str) -> Vec<GemmKernel> {
                     swizzle: pick(&e.swizzle, i[21]),
                     split_k: pick(&e.split_k, i[22]),
                     epilogue: pick(&e.epilogue, i[23]),
+                    activation: pick(&e.activation, i[24]),
+                    bias: pick(&e.bias, i[25]),
+                    scale: pick(&e.scale, i[26]),
+                    aux_output: pick(&e.aux_output, i[27]),
+                    residual: pick(&e.residual, i[28]),
+                    aux_input: pick(&e.aux_input, i[29]),
+                    reduction: pick(&e.reduction, i[30]),
                 },
                 origin,
             );
@@ -132,6 +146,13 @@ struct Choice {
     swizzle: Option<Swizzle>,
     split_k: Option<SplitK>,
     epilogue: Option<Epilogue>,
+    activation: Option<Activation>,
+    bias: Option<Broadcast>,
+    scale: Option<Broadcast>,
+    aux_output: Option<AuxOutput>,
+    residual: Option<Residual>,
+    aux_input: Option<AuxInput>,
+    reduction: Option<Reduction>,
 }
 
 /// Fills the defaults of the manifest format (documented in `mod.rs`). Keys of the other CUTLASS
@@ -189,12 +210,16 @@ fn resolve(c: Choice, origin: &str) -> GemmKernel {
         }),
         swizzle: Swizzle::Identity8,
         split_k: SplitK::None,
-        // An s8 output saturates: CUTLASS's plain linear combination would wrap.
-        epilogue: c.epilogue.unwrap_or(if element_c == DType::S8 && c.arch < 90 {
-            Epilogue::LinearCombinationClamp
-        } else {
-            Epilogue::LinearCombination
-        }),
+        epilogue: Epilogue::LinearCombination, // set below: its default depends on the kernel
+        fusion: Fusion {
+            activation: c.activation.unwrap_or(Activation::Identity),
+            bias: c.bias.unwrap_or(Broadcast::None),
+            scale: c.scale.unwrap_or(Broadcast::None),
+            aux_output: c.aux_output.unwrap_or(AuxOutput::None),
+            residual: c.residual.unwrap_or(Residual::None),
+            aux_input: c.aux_input.unwrap_or(AuxInput::None),
+            reduction: c.reduction.unwrap_or(Reduction::None),
+        },
         origin: origin.to_string(),
     };
     let alignment = match kernel.api() {
@@ -245,6 +270,8 @@ fn resolve(c: Choice, origin: &str) -> GemmKernel {
             c.a.max_alignment()
         }
     };
+    // An s8 output of a 2.x kernel saturates: CUTLASS's plain linear combination would wrap.
+    kernel.epilogue = c.epilogue.unwrap_or_else(|| kernel.default_epilogue());
     kernel.alignment_a = c.alignment.unwrap_or(alignment);
     kernel.alignment_b = kernel.alignment_a;
     kernel.alignment_c = c.alignment_c.unwrap_or_else(|| kernel.default_alignment_c());

@@ -29,8 +29,24 @@
 //!     tile_scheduler: persistent  # 90 only: persistent | stream_k; default persistent
 //!     math: multiply_add     # default
 //!     swizzle: identity8     # 80 only: identity1 | identity2 | identity4 | identity8 | batched
-//!     epilogue: linear_combination  # default
+//!     epilogue: linear_combination  # | linear_combination_clamp | fast_linear_combination_clamp
+//!                            #   (80, s8 output, K <= 256); default clamp for an s8 output on 80
+//!     activation: identity   # | relu | leaky_relu | tanh | sigmoid | silu | hardswish | gelu
+//!                            #   | gelu_taylor; default identity
+//!     bias: none             # 90 only: none | per_row | per_col (a vector of m or n, C's type)
+//!     scale: none            # 90 only: none | per_row | per_col (alpha and beta vectors)
+//!     aux_output: none       # 90 only: none | pre_activation (needs a bias)
+//!     residual: none         # 90 only: none | after_activation (C added after the activation)
+//!     aux_input: none        # 90 only: none | pre_activation (backward: act'(Z) from the forward Z)
+//!     reduction: none        # 90 only: none | row_sum (D's row sums; needs aux_input)
 //! ```
+//!
+//! Fused epilogues (`activation`, `bias`, ... ; rules in `validate/rules_epilogue.rs`) are
+//! CUTLASS's generic linear combination on arch 80 (activations and clamps only) and CUTLASS 3.x
+//! fusion operations on arch 90, which need `epilogue_schedule: tma` and exist for: an activation
+//! (or the clamp); a bias with an activation; plus an aux output; scale vectors with a bias of the
+//! same direction; a residual with a per-column bias and scales; backward kernels (the derivative of
+//! relu or gelu_taylor at an aux input), with or without the row sums of D.
 //!
 //! Keys of the other generation are errors (`arch_keys.rs`): an arch 90 entry has no `warps`,
 //! `instruction` or `swizzle` (its kernel stores 0x0x0, 0x0x0 and identity8), an arch 80 entry no

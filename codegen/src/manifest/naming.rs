@@ -41,6 +41,8 @@ const PLACEHOLDERS: &[(&str, Option<Api>, Render)] = &[
     ("swizzle", Some(Api::Cutlass2x), |k| k.swizzle.to_string()),
     ("split_k", Some(Api::Cutlass2x), |k| k.split_k.to_string()),
     ("epilogue", None, |k| k.epilogue.to_string()),
+    ("activation", None, |k| k.fusion.activation.to_string()),
+    ("fusion", None, |k| k.fusion.label()),
 ];
 
 /// Whether placeholder `i` means something for `kernel`.

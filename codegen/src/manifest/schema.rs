@@ -50,4 +50,11 @@ pub struct RawOperation {
     pub swizzle: Option<Value>,
     pub split_k: Option<Value>,
     pub epilogue: Option<Value>,
+    pub activation: Option<Value>,
+    pub bias: Option<Value>,
+    pub scale: Option<Value>,
+    pub aux_output: Option<Value>,
+    pub residual: Option<Value>,
+    pub aux_input: Option<Value>,
+    pub reduction: Option<Value>,
 }

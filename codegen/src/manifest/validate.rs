@@ -5,6 +5,7 @@
 
 mod rules_2x;
 mod rules_3x;
+mod rules_epilogue;
 
 use crate::model::{Api, GemmKernel, Shape3};
 
@@ -29,6 +30,7 @@ pub fn check(k: &GemmKernel) -> Vec<Finding> {
         Api::Cutlass2x => rules_2x::check(k, &mut out),
         Api::Cutlass3x => rules_3x::check(k, &mut out),
     }
+    rules_epilogue::check(k, &mut out);
     out
 }
 

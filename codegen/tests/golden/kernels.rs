@@ -42,6 +42,15 @@ pub mod hgemm_tn {
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
         split_k: ::cutlass_aot::model::SplitK::Serial,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Identity,
+            bias: ::cutlass_aot::model::Broadcast::None,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
         schedule: ::cutlass_aot::model::KernelSchedule::Auto,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
         tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
@@ -124,6 +133,15 @@ pub mod hgemm_nn {
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
         split_k: ::cutlass_aot::model::SplitK::Serial,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Identity,
+            bias: ::cutlass_aot::model::Broadcast::None,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
         schedule: ::cutlass_aot::model::KernelSchedule::Auto,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
         tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
@@ -168,6 +186,104 @@ pub mod hgemm_nn {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
+/// `cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tnt_align8_leaky_relu`: D = leaky_relu(alpha·(A @ B) + beta·C) with A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:65.
+pub mod f16_tn_leaky_relu {
+    extern "C" {
+        fn cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tnt_align8_leaky_relu_prepare(
+            args: *const ::cutlass_aot::abi::cutlass_aot_gemm_args,
+            params: *mut ::core::ffi::c_void,
+            params_capacity: usize,
+            launch: *mut ::cutlass_aot::abi::cutlass_aot_launch,
+        ) -> i32;
+    }
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tnt_align8_leaky_relu",
+        rust_name: stringify!(f16_tn_leaky_relu),
+        origin: "golden.yaml:65",
+        min_compute_capability: 80u32,
+        api: ::cutlass_aot::model::Api::Cutlass2x,
+        opclass: ::cutlass_aot::model::OpClass::TensorOp,
+        element_a: ::cutlass_aot::model::DType::F16,
+        element_b: ::cutlass_aot::model::DType::F16,
+        element_c: ::cutlass_aot::model::DType::F16,
+        element_accumulator: ::cutlass_aot::model::DType::F32,
+        element_epilogue: ::cutlass_aot::model::DType::F32,
+        layout_a: ::cutlass_aot::model::Layout::Row,
+        layout_b: ::cutlass_aot::model::Layout::Column,
+        layout_c: ::cutlass_aot::model::Layout::Row,
+        alignment_a: 8u32,
+        alignment_b: 8u32,
+        alignment_c: 8u32,
+        tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 32u32),
+        cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+        warps: ::cutlass_aot::model::Shape3::new(2u32, 2u32, 1u32),
+        instruction: ::cutlass_aot::model::Shape3::new(16u32, 8u32, 16u32),
+        stages: 3u32,
+        math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+        swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        split_k: ::cutlass_aot::model::SplitK::Serial,
+        epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::LeakyRelu,
+            bias: ::cutlass_aot::model::Broadcast::None,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
+        schedule: ::cutlass_aot::model::KernelSchedule::Auto,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        image: &super::IMAGE_TENSOROP_F16_F32_0,
+        entry: c"cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tnt_align8_leaky_relu",
+        prepare: ::core::option::Option::Some(
+            cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tnt_align8_leaky_relu_prepare,
+        ),
+        reduction: ::core::option::Option::None,
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::f16;
+        type B = ::cutlass_aot::half::f16;
+        type C = ::cutlass_aot::half::f16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel.
+    pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+    /// The fused epilogue's operands of this kernel.
+    pub struct Fused {
+        /// leaky_relu's slope: x for x > 0, else slope·x.
+        pub leaky_alpha: f32,
+    }
+    /// Launches the kernel on `stream` (stream-ordered, no synchronisation) with its fused
+    /// operands. Every extent, stride, buffer length and pointer alignment is checked first;
+    /// on error nothing is launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+        fused: Fused,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::gemm::launch_fused::<
+            Kernel,
+        >(
+            stream,
+            args,
+            ::cutlass_aot::FusedArgs {
+                activation_arg: ::core::convert::Into::<f64>::into(fused.leaky_alpha),
+                ..::core::default::Default::default()
+            },
+        )
+    }
+}
 static IMAGE_SIMT_F64_F64_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
     "simt_f64_f64_0",
     ::core::option::Option::Some(include_bytes!("/out/cutlass_aot/unit.fatbin")),
@@ -210,6 +326,15 @@ pub mod cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4 {
         swizzle: ::cutlass_aot::model::Swizzle::Identity4,
         split_k: ::cutlass_aot::model::SplitK::Serial,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Identity,
+            bias: ::cutlass_aot::model::Broadcast::None,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
         schedule: ::cutlass_aot::model::KernelSchedule::Auto,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
         tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
@@ -296,6 +421,15 @@ pub mod bf16_sm90_cooperative {
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
         split_k: ::cutlass_aot::model::SplitK::None,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Identity,
+            bias: ::cutlass_aot::model::Broadcast::None,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
         schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
         tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
@@ -378,6 +512,15 @@ pub mod bf16_sm90_pingpong {
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
         split_k: ::cutlass_aot::model::SplitK::None,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Identity,
+            bias: ::cutlass_aot::model::Broadcast::None,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
         schedule: ::cutlass_aot::model::KernelSchedule::Pingpong,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
         tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
@@ -422,6 +565,113 @@ pub mod bf16_sm90_pingpong {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
+/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_bias_gelu_aux`: D = gelu(alpha·(A @ B) + beta·C + bias[col]), and the value before the activation into the aux output with A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:75.
+pub mod bf16_sm90_bias_gelu_aux {
+    extern "C" {
+        fn cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_bias_gelu_aux_prepare(
+            args: *const ::cutlass_aot::abi::cutlass_aot_gemm_args,
+            params: *mut ::core::ffi::c_void,
+            params_capacity: usize,
+            launch: *mut ::cutlass_aot::abi::cutlass_aot_launch,
+        ) -> i32;
+    }
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_bias_gelu_aux",
+        rust_name: stringify!(bf16_sm90_bias_gelu_aux),
+        origin: "golden.yaml:75",
+        min_compute_capability: 90u32,
+        api: ::cutlass_aot::model::Api::Cutlass3x,
+        opclass: ::cutlass_aot::model::OpClass::TensorOp,
+        element_a: ::cutlass_aot::model::DType::Bf16,
+        element_b: ::cutlass_aot::model::DType::Bf16,
+        element_c: ::cutlass_aot::model::DType::Bf16,
+        element_accumulator: ::cutlass_aot::model::DType::F32,
+        element_epilogue: ::cutlass_aot::model::DType::F32,
+        layout_a: ::cutlass_aot::model::Layout::Row,
+        layout_b: ::cutlass_aot::model::Layout::Column,
+        layout_c: ::cutlass_aot::model::Layout::Row,
+        alignment_a: 8u32,
+        alignment_b: 8u32,
+        alignment_c: 8u32,
+        tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+        cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+        warps: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        instruction: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        stages: 0u32,
+        math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+        swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        split_k: ::cutlass_aot::model::SplitK::None,
+        epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Gelu,
+            bias: ::cutlass_aot::model::Broadcast::PerCol,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::PreActivation,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
+        schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        image: &super::IMAGE_SM90_TENSOROP_BF16_F32_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_bias_gelu_aux",
+        prepare: ::core::option::Option::Some(
+            cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_bias_gelu_aux_prepare,
+        ),
+        reduction: ::core::option::Option::None,
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::bf16;
+        type B = ::cutlass_aot::half::bf16;
+        type C = ::cutlass_aot::half::bf16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel.
+    pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+    /// The fused epilogue's operands of this kernel.
+    pub struct Fused<'a> {
+        /// The per-column bias: n elements of C's type.
+        pub bias: &'a dyn ::cutlass_aot::cudarc::driver::DevicePtr<
+            ::cutlass_aot::half::bf16,
+        >,
+        /// Receives the value before the activation: m×n, C's type and layout, batched as D.
+        pub aux: ::cutlass_aot::MatrixMut<
+            'a,
+            ::cutlass_aot::half::bf16,
+            ::cutlass_aot::RowMajor,
+        >,
+    }
+    /// Launches the kernel on `stream` (stream-ordered, no synchronisation) with its fused
+    /// operands. Every extent, stride, buffer length and pointer alignment is checked first;
+    /// on error nothing is launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+        fused: Fused<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::gemm::launch_fused::<
+            Kernel,
+        >(
+            stream,
+            args,
+            ::cutlass_aot::FusedArgs {
+                bias: ::core::option::Option::Some(fused.bias),
+                aux: ::core::option::Option::Some(fused.aux),
+                ..::core::default::Default::default()
+            },
+        )
+    }
+}
 static IMAGE_SM90_TENSOROP_F16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
     "sm90_tensorop_f16_f32_0",
     ::core::option::Option::Some(include_bytes!("/out/cutlass_aot/unit.fatbin")),
@@ -464,6 +714,15 @@ pub mod f16_sm90_streamk {
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
         split_k: ::cutlass_aot::model::SplitK::StreamK,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Identity,
+            bias: ::cutlass_aot::model::Broadcast::None,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
         schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
         tile_scheduler: ::cutlass_aot::model::TileScheduler::StreamK,
@@ -508,11 +767,121 @@ pub mod f16_sm90_streamk {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
+/// `cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_row_scale_row_bias_silu`: D = silu(alpha[row]·(A @ B) + beta[row]·C + bias[row]) with A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:87.
+pub mod f16_sm90_row_scale_row_bias_silu {
+    extern "C" {
+        fn cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_row_scale_row_bias_silu_prepare(
+            args: *const ::cutlass_aot::abi::cutlass_aot_gemm_args,
+            params: *mut ::core::ffi::c_void,
+            params_capacity: usize,
+            launch: *mut ::cutlass_aot::abi::cutlass_aot_launch,
+        ) -> i32;
+    }
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_row_scale_row_bias_silu",
+        rust_name: stringify!(f16_sm90_row_scale_row_bias_silu),
+        origin: "golden.yaml:87",
+        min_compute_capability: 90u32,
+        api: ::cutlass_aot::model::Api::Cutlass3x,
+        opclass: ::cutlass_aot::model::OpClass::TensorOp,
+        element_a: ::cutlass_aot::model::DType::F16,
+        element_b: ::cutlass_aot::model::DType::F16,
+        element_c: ::cutlass_aot::model::DType::F16,
+        element_accumulator: ::cutlass_aot::model::DType::F32,
+        element_epilogue: ::cutlass_aot::model::DType::F32,
+        layout_a: ::cutlass_aot::model::Layout::Row,
+        layout_b: ::cutlass_aot::model::Layout::Column,
+        layout_c: ::cutlass_aot::model::Layout::Row,
+        alignment_a: 8u32,
+        alignment_b: 8u32,
+        alignment_c: 8u32,
+        tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+        cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+        warps: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        instruction: ::cutlass_aot::model::Shape3::new(0u32, 0u32, 0u32),
+        stages: 0u32,
+        math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+        swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+        split_k: ::cutlass_aot::model::SplitK::None,
+        epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Silu,
+            bias: ::cutlass_aot::model::Broadcast::PerRow,
+            scale: ::cutlass_aot::model::Broadcast::PerRow,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
+        schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
+        epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
+        tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        image: &super::IMAGE_SM90_TENSOROP_F16_F32_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_row_scale_row_bias_silu",
+        prepare: ::core::option::Option::Some(
+            cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_row_scale_row_bias_silu_prepare,
+        ),
+        reduction: ::core::option::Option::None,
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::f16;
+        type B = ::cutlass_aot::half::f16;
+        type C = ::cutlass_aot::half::f16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel.
+    pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+    /// The fused epilogue's operands of this kernel.
+    pub struct Fused<'a> {
+        /// The per-row bias: m elements of C's type.
+        pub bias: &'a dyn ::cutlass_aot::cudarc::driver::DevicePtr<
+            ::cutlass_aot::half::f16,
+        >,
+        /// The per-row alpha: m elements; `None` uses the scalar alpha.
+        pub alpha_vector: ::core::option::Option<
+            &'a dyn ::cutlass_aot::cudarc::driver::DevicePtr<f32>,
+        >,
+        /// The per-row beta: m elements; `None` uses the scalar beta.
+        pub beta_vector: ::core::option::Option<
+            &'a dyn ::cutlass_aot::cudarc::driver::DevicePtr<f32>,
+        >,
+    }
+    /// Launches the kernel on `stream` (stream-ordered, no synchronisation) with its fused
+    /// operands. Every extent, stride, buffer length and pointer alignment is checked first;
+    /// on error nothing is launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+        fused: Fused<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::gemm::launch_fused::<
+            Kernel,
+        >(
+            stream,
+            args,
+            ::cutlass_aot::FusedArgs {
+                bias: ::core::option::Option::Some(fused.bias),
+                alpha_vector: fused.alpha_vector,
+                beta_vector: fused.beta_vector,
+                ..::core::default::Default::default()
+            },
+        )
+    }
+}
 static IMAGE_TENSOROP_S8_S32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
     "tensorop_s8_s32_0",
     ::core::option::Option::Some(include_bytes!("/out/cutlass_aot/unit.fatbin")),
 );
-/// `cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel`: D = alpha·(A @ B) + beta·C with A s8 row, B s8 column, C/D s8 row, accumulating in s32; tile 128x128x64, 3 stages, from golden.yaml:43.
+/// `cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel`: D = linear_combination_clamp(alpha·(A @ B) + beta·C) with A s8 row, B s8 column, C/D s8 row, accumulating in s32; tile 128x128x64, 3 stages, from golden.yaml:43.
 pub mod s8_tn_parallel {
     extern "C" {
         fn cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel_prepare(
@@ -564,6 +933,15 @@ pub mod s8_tn_parallel {
         swizzle: ::cutlass_aot::model::Swizzle::Identity8,
         split_k: ::cutlass_aot::model::SplitK::Parallel,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombinationClamp,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Identity,
+            bias: ::cutlass_aot::model::Broadcast::None,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
         schedule: ::cutlass_aot::model::KernelSchedule::Auto,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
         tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
@@ -650,6 +1028,15 @@ pub mod f32_3xtf32_horizontal {
         swizzle: ::cutlass_aot::model::Swizzle::Horizontal,
         split_k: ::cutlass_aot::model::SplitK::Serial,
         epilogue: ::cutlass_aot::model::Epilogue::LinearCombination,
+        fusion: ::cutlass_aot::model::Fusion {
+            activation: ::cutlass_aot::model::Activation::Identity,
+            bias: ::cutlass_aot::model::Broadcast::None,
+            scale: ::cutlass_aot::model::Broadcast::None,
+            aux_output: ::cutlass_aot::model::AuxOutput::None,
+            residual: ::cutlass_aot::model::Residual::None,
+            aux_input: ::cutlass_aot::model::AuxInput::None,
+            reduction: ::cutlass_aot::model::Reduction::None,
+        },
         schedule: ::cutlass_aot::model::KernelSchedule::Auto,
         epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
         tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
@@ -705,6 +1092,9 @@ pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
         &f16_sm90_streamk::INFO,
         &s8_tn_parallel::INFO,
         &f32_3xtf32_horizontal::INFO,
+        &f16_tn_leaky_relu::INFO,
+        &bf16_sm90_bias_gelu_aux::INFO,
+        &f16_sm90_row_scale_row_bias_silu::INFO,
     ],
 );
 /// The measured dispatch table embedded by the build (`cutlass_aot::dispatch`).

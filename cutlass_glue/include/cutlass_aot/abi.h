@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a struct below changes; generated code and runtime must agree. */
-#define CUTLASS_AOT_ABI_VERSION 3
+#define CUTLASS_AOT_ABI_VERSION 4
 
 /** Result of a prepare call. */
 typedef enum cutlass_aot_status {
@@ -95,6 +95,16 @@ typedef struct cutlass_aot_gemm_args {
   int64_t batch_stride_d;
   double alpha; /* converted to the epilogue's compute type */
   double beta;
+  /* Operands of fused epilogues (NULL / 0 where the kernel has none; see the kernel's fusion). */
+  const void *bias;         /* per-row (m) or per-column (n) vector of C's type; NULL adds 0 */
+  const void *alpha_vector; /* per-row or per-column alpha of the compute type; NULL: `alpha` */
+  const void *beta_vector;  /* per-row or per-column beta of the compute type; NULL: `beta` */
+  void *aux;                /* aux output (the pre-activation value), or a backward kernel's aux
+                               input (the forward pre-activation value): C's type and layout */
+  int64_t ldaux;            /* in elements */
+  int64_t batch_stride_aux; /* in elements */
+  double activation_arg;    /* leaky_relu's slope */
+  void *reduction;          /* row sums of D (m values of the compute type); needs a workspace */
 } cutlass_aot_gemm_args;
 
 /** Most workspace fills one prepare call may ask for. */

@@ -16,8 +16,10 @@
 #include <type_traits>
 
 #include <cutlass/cutlass.h>
+#include <cutlass/epilogue/thread/activation.h>
 #include <cutlass/epilogue/thread/linear_combination.h>
 #include <cutlass/epilogue/thread/linear_combination_clamp.h>
+#include <cutlass/epilogue/thread/linear_combination_generic.h>
 #include <cutlass/gemm/device/gemm_universal.h>
 #include <cutlass/gemm/threadblock/threadblock_swizzle.h>
 #include <cutlass/reduction/kernel/reduce_split_k.h>
@@ -53,6 +55,23 @@ inline int32_t to_abi_status(cutlass::Status status) {
   }
 }
 
+/// Whether an epilogue's Params carry leaky_relu's slope (CUTLASS's generic linear combination
+/// inherits its activation's Arguments).
+template <class T, class = void> struct has_leaky_alpha : std::false_type {};
+template <class T>
+struct has_leaky_alpha<T, std::void_t<decltype(std::declval<T &>().leaky_alpha)>> : std::true_type {};
+
+/// The thread epilogue's Params: alpha, beta and the activation's argument, if it takes one.
+template <class OutputOp>
+typename OutputOp::Params epilogue_params(const cutlass_aot_gemm_args *in, double alpha, double beta) {
+  using ElementCompute = typename OutputOp::ElementCompute;
+  auto params = typename OutputOp::Params(ElementCompute(alpha), ElementCompute(beta));
+  if constexpr (has_leaky_alpha<typename OutputOp::Params>::value) {
+    params.leaky_alpha = ElementCompute(in->activation_arg);
+  }
+  return params;
+}
+
 /// Whether `Gemm` (a device-level `GemmUniversal`) writes a column-major C. CUTLASS builds such a
 /// GEMM as the row-major-C kernel of the transposed problem, D^T = B^T A^T: its kernel's Arguments
 /// must be transposed first (the device layer's `to_underlying_arguments`).
@@ -71,9 +90,13 @@ template <typename Gemm> struct Partials {
 template <typename Gemm, bool Parallel>
 int32_t gemm_2x_params(const cutlass_aot_gemm_args *in, typename Gemm::GemmKernel::Params *params_out) {
   using Kernel = typename Gemm::GemmKernel;
-  using ElementCompute = typename Kernel::EpilogueOutputOp::ElementCompute;
   if (in->m <= 0 || in->n <= 0 || in->k <= 0 || in->batch_count <= 0 || in->split_k_slices <= 0) {
     return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
+  }
+  // 2.x kernels fuse activations only: they take no epilogue operands.
+  if (in->bias != nullptr || in->alpha_vector != nullptr || in->beta_vector != nullptr ||
+      in->aux != nullptr || in->reduction != nullptr) {
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
   }
   cutlass::gemm::GemmUniversalMode mode;
   int batch_count = in->batch_count;
@@ -112,7 +135,7 @@ int32_t gemm_2x_params(const cutlass_aot_gemm_args *in, typename Gemm::GemmKerne
 
   typename Gemm::Arguments args(
       mode, cutlass::gemm::GemmCoord(in->m, in->n, in->k), batch_count,
-      {ElementCompute(alpha), ElementCompute(beta)}, in->a, in->b, c, d, in->batch_stride_a,
+      epilogue_params<typename Kernel::EpilogueOutputOp>(in, alpha, beta), in->a, in->b, c, d, in->batch_stride_a,
       in->batch_stride_b, in->batch_stride_c, stride_d, in->lda, in->ldb, ldc, ldd);
   if constexpr (column_major_c<Gemm>) {
     args = args.transposed_problem();
@@ -186,7 +209,6 @@ int32_t split_k_reduce_prepare(const cutlass_aot_gemm_args *in, void *params_out
   using Params = typename Reduction::Params;
   using ElementOutput = typename Reduction::ElementOutput;
   using ElementWorkspace = typename Reduction::ElementWorkspace;
-  using ElementCompute = typename Reduction::OutputOp::ElementCompute;
   static_assert(std::is_trivially_copyable<Params>::value, "Params must be copyable as bytes");
 
   std::memset(launch, 0, sizeof(*launch));
@@ -215,8 +237,7 @@ int32_t split_k_reduce_prepare(const cutlass_aot_gemm_args *in, void *params_out
                           typename OutputRef::Layout(in->ldd)),
                 OutputRef(static_cast<ElementOutput *>(const_cast<void *>(in->c)),
                           typename OutputRef::Layout(in->ldc)),
-                typename Reduction::OutputOp::Params(ElementCompute(in->alpha),
-                                                     ElementCompute(in->beta)));
+                epilogue_params<typename Reduction::OutputOp>(in, in->alpha, in->beta));
   dim3 grid = Reduction::grid_shape(extent);
   dim3 block = Reduction::block_shape();
   if (grid.y > 65535u) {

@@ -126,6 +126,32 @@ protected:
 template <class T, class = void> struct has_splits : std::false_type {};
 template <class T> struct has_splits<T, std::void_t<decltype(T::splits)>> : std::true_type {};
 
+// Members of a fusion operation's Arguments (CUTLASS names them alike in every operation).
+template <class T, class = void> struct has_bias : std::false_type {};
+template <class T> struct has_bias<T, std::void_t<decltype(T::bias_ptr)>> : std::true_type {};
+template <class T, class = void> struct has_aux : std::false_type {};
+template <class T> struct has_aux<T, std::void_t<decltype(T::aux_ptr)>> : std::true_type {};
+template <class T, class = void> struct has_dbias : std::false_type {};
+template <class T> struct has_dbias<T, std::void_t<decltype(T::dbias_ptr)>> : std::true_type {};
+template <class T, class = void> struct has_activation : std::false_type {};
+template <class T>
+struct has_activation<T, std::void_t<decltype(T::activation)>> : std::true_type {};
+template <class T, class = void> struct has_leaky_alpha : std::false_type {};
+template <class T>
+struct has_leaky_alpha<T, std::void_t<decltype(T::leaky_alpha)>> : std::true_type {};
+template <class T, class = void> struct has_bounds : std::false_type {};
+template <class T>
+struct has_bounds<T, std::void_t<decltype(T::lower_bound), decltype(T::upper_bound)>>
+    : std::true_type {};
+
+/// Whether a scalar's stride (`dAlpha`, `dBeta`) broadcasts a per-row or per-column vector: one of
+/// its M/N modes is a run-time bool instead of a static zero.
+template <class Stride> constexpr bool is_vector_stride() {
+  using Mode0 = cute::remove_cvref_t<decltype(cute::get<0>(Stride{}))>;
+  using Mode1 = cute::remove_cvref_t<decltype(cute::get<1>(Stride{}))>;
+  return !cute::is_static<Mode0>::value || !cute::is_static<Mode1>::value;
+}
+
 /// A CUTLASS 3.x stride (M/N mode, K mode, L mode) with leading dimension `ld` in whichever of the
 /// first two modes is not the static unit stride, and `batch` in the L mode.
 template <class Stride> Stride make_stride(int64_t ld, int64_t batch) {
@@ -138,6 +164,49 @@ template <class Stride> Stride make_stride(int64_t ld, int64_t batch) {
   }
   cute::get<2>(stride) = batch;
   return stride;
+}
+
+/// The fused epilogue's operands (bias, scale vectors, aux output) and activation arguments, set
+/// on whichever members the kernel's fusion operation has. An operand given to a kernel without
+/// the member is refused: it would be ignored silently.
+template <class ElementD, class Thread>
+int32_t set_fusion_arguments(Thread &thread, const cutlass_aot_gemm_args *in) {
+  if constexpr (has_bias<Thread>::value) {
+    thread.bias_ptr = static_cast<decltype(thread.bias_ptr)>(in->bias);
+  } else if (in->bias != nullptr) {
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+  if constexpr (is_vector_stride<decltype(thread.dAlpha)>()) {
+    thread.alpha_ptr = static_cast<decltype(thread.alpha_ptr)>(in->alpha_vector);
+    thread.beta_ptr = static_cast<decltype(thread.beta_ptr)>(in->beta_vector);
+  } else if (in->alpha_vector != nullptr || in->beta_vector != nullptr) {
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+  if constexpr (has_aux<Thread>::value) {
+    using ElementAux = cute::remove_pointer_t<decltype(thread.aux_ptr)>;
+    thread.aux_ptr = static_cast<ElementAux *>(in->aux);
+    thread.dAux = make_stride<decltype(thread.dAux)>(in->ldaux, in->batch_stride_aux);
+  } else if (in->aux != nullptr) {
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+  if constexpr (has_dbias<Thread>::value) {
+    thread.dbias_ptr = static_cast<decltype(thread.dbias_ptr)>(in->reduction);
+  } else if (in->reduction != nullptr) {
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+  if constexpr (has_activation<Thread>::value) {
+    using Activation = decltype(thread.activation);
+    if constexpr (has_leaky_alpha<Activation>::value) {
+      thread.activation.leaky_alpha = static_cast<decltype(thread.activation.leaky_alpha)>(in->activation_arg);
+    }
+    // A clamp saturates to the output type's range, as CUTLASS 2.x's LinearCombinationClamp.
+    if constexpr (has_bounds<Activation>::value) {
+      using Bound = decltype(thread.activation.lower_bound);
+      thread.activation.lower_bound = static_cast<Bound>(cutlass::platform::numeric_limits<ElementD>::lowest());
+      thread.activation.upper_bound = static_cast<Bound>(cutlass::platform::numeric_limits<ElementD>::max());
+    }
+  }
+  return CUTLASS_AOT_OK;
 }
 
 /// Flat ABI arguments → CUTLASS Arguments → can_implement → workspace → Params (with TMA
@@ -180,6 +249,10 @@ int32_t gemm_3x_prepare(const cutlass_aot_gemm_args *in, void *params_out, size_
   using ElementScalar = cute::remove_cvref_t<decltype(args.epilogue.thread.alpha)>;
   args.epilogue.thread.alpha = static_cast<ElementScalar>(in->alpha);
   args.epilogue.thread.beta = static_cast<ElementScalar>(in->beta);
+  int32_t fused = set_fusion_arguments<ElementD>(args.epilogue.thread, in);
+  if (fused != CUTLASS_AOT_OK) {
+    return fused;
+  }
   args.epilogue.ptr_C = static_cast<ElementC const *>(in->c);
   args.epilogue.dC = make_stride<typename Kernel::StrideC>(in->ldc, in->batch_stride_c);
   args.epilogue.ptr_D = static_cast<ElementD *>(in->d);

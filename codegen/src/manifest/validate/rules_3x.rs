@@ -3,7 +3,7 @@
 
 use super::{alignment_c, list, stage_bytes, zero_components, Finding};
 use crate::model::{
-    DType, Epilogue, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, MathOp, OpClass, TileScheduler,
+    DType, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, MathOp, OpClass, TileScheduler,
 };
 
 /// sm_90's shared memory per threadblock with the opt-in carve-out (227 KiB).
@@ -71,16 +71,6 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
                 "{} is not supported on arch 90 (CUTLASS 3.x has no such Hopper mainloop); allowed: \
                  multiply_add (use arch 80 for fast-math f32 kernels such as multiply_add_fast_f32)",
                 k.math
-            ),
-        ));
-    }
-    if k.epilogue != Epilogue::LinearCombination {
-        out.push((
-            "epilogue",
-            format!(
-                "{} is not supported on arch 90 yet; allowed: linear_combination (an s8 output from an \
-                 f32 epilogue saturates already)",
-                k.epilogue
             ),
         ));
     }
