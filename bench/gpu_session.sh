@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU-machine session, from executables built on a machine without a GPU (README, "Running on
 # a GPU machine without Rust"). Run from the repository root with the executables in .gpu/:
-#   .gpu/gpu (the GPU test suite), .gpu/gemm, .gpu/profiler, .gpu/host_overhead
+#   .gpu/gpu (the GPU test suite), .gpu/gemm, .gpu/profiler, .gpu/host_overhead, .gpu/epilogue_bench
 #
 #   bash bench/gpu_session.sh [--quick]
 #
@@ -18,8 +18,13 @@
 #   (tn and tnn: the split-K kernels, the default f16 kernels, 3.x stream-K) with --split-k
 #   1,2,4,8,16; compare.py --rerun-best for each; memcheck of the split-K and 3xTF32 kernels. Files
 #   are named <device>_<date>_issue4_* (e.g. h200_2026-11-23_issue4_splitk.jsonl).
+# Issue 5 steps (part issue5, not in the default): epilogue_bench (bf16 GEMM + bias + GELU, exact and
+#   tanh, and the plain 128x256x64 bf16 kernels, on 4096^3, 8192^3, 4096x14336x4096) with --json;
+#   compare_epilogue.py --rerun-ours (torch matmul+add+gelu, torch._addmm_activation(gelu),
+#   torch.matmul); memcheck of the two fused kernels on a ragged shape. Files are named
+#   <device>_<date>_issue5_epilogue* (e.g. h200_2026-11-23_issue5_epilogue.jsonl).
 # GPU_SESSION_PARTS (comma-separated, default base,issue4) picks the parts: base = every step above
-#   the issue 4 ones; tests = only the GPU test suite and the main job of base; issue4. The device
+#   the issue 4 ones; tests = only the GPU test suite and the main job of base; issue4; issue5. The device
 #   tool allows 10 minutes per command: run `GPU_SESSION_PARTS=base` and `GPU_SESSION_PARTS=issue4`
 #   (or tests,issue4) as separate commands.
 # The last lines printed are a summary (the device tool returns only the end of the output).
@@ -36,19 +41,20 @@ done
 parts=${GPU_SESSION_PARTS:-base,issue4}
 for part in ${parts//,/ }; do
   case "$part" in
-    base | tests | issue4) ;;
-    *) echo "GPU_SESSION_PARTS: unknown part '$part' (known: base, tests, issue4)" >&2; exit 2 ;;
+    base | tests | issue4 | issue5) ;;
+    *) echo "GPU_SESSION_PARTS: unknown part '$part' (known: base, tests, issue4, issue5)" >&2; exit 2 ;;
   esac
 done
 has_part() { [[ ",$parts," == *",$1,"* ]]; }
-run_base=0 run_tests=0 run_issue4=0
+run_base=0 run_tests=0 run_issue4=0 run_issue5=0
 has_part base && run_base=1 && run_tests=1
 has_part tests && run_tests=1
 has_part issue4 && run_issue4=1
+has_part issue5 && run_issue5=1
 
 out=${OUT:-gpu-out}
 bin=${GPU_BIN:-.gpu}
-# 9 minutes by default, 8 for the issue 4 part alone.
+# 9 minutes by default, 8 for the issue 4 and 5 parts without base or tests.
 budget=${GPU_SESSION_BUDGET:-$((run_tests || run_base ? 540 : 480))}
 mkdir -p "$out"
 start=$SECONDS
@@ -207,6 +213,36 @@ if ((run_issue4)); then
   fi
 fi
 
+# ---------------------------------------------------------------------------------------------
+# Issue 5: fused epilogues, bf16 GEMM + bias + GELU against torch (unfused and cuBLASLt-fused).
+# ---------------------------------------------------------------------------------------------
+i5="${device_slug:-gpu}_$(date -u +%F)_issue5_epilogue"
+i5_memchecked=()
+if ((run_issue5)); then
+  if ((quick)); then
+    i5_iters=(--iters 10 --warmup 3)
+  else
+    i5_iters=(--iters 50 --warmup 10)
+  fi
+  step "issue5 epilogue_bench" "${i5}.txt" 150 \
+    "$bin/epilogue_bench" "${i5_iters[@]}" --json "$out/${i5}.jsonl"
+  step "issue5 compare_epilogue.py" "${i5}_compare.txt" 240 \
+    env PYTHONUNBUFFERED=1 python3 bench/compare_epilogue.py --ours "$out/${i5}.jsonl" \
+    --out "$out/${i5}_results.jsonl" --rerun-ours "$bin/epilogue_bench"
+  if [[ -n "$sanitizer" ]]; then
+    # The fused epilogue's bias load and GELU on a ragged M (N and K: the bias and TMA need
+    # multiples of 8).
+    for kernel in bf16_sm90_128x256x64_bias_gelu bf16_sm90_128x256x64_bias_gelu_taylor; do
+      i5_memchecked+=("$kernel")
+      step "memcheck $kernel" "${i5}_memcheck_$kernel.txt" 90 \
+        "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 99 \
+        "$bin/epilogue_bench" --kernels "$kernel" --shapes 1003x1000x1000 --iters 1 --warmup 0
+    done
+  else
+    summary+=("$(printf '%-40s %-8s %5s  %s' "issue5 memcheck" "SKIPPED" "-" "compute-sanitizer not found")")
+  fi
+fi
+
 echo
 echo "================================ summary ($((SECONDS - start))s) ================================"
 cat "$out/device.txt" | head -2
@@ -251,6 +287,17 @@ if ((run_issue4)); then
   echo "-- issue 4 compute-sanitizer:"
   for kernel in "${i4_memchecked[@]}"; do
     printf '   %-44s %s\n' "$kernel" "$(grep -hE "ERROR SUMMARY" "$out/${i4}_memcheck_$kernel.txt" 2>/dev/null | tail -1)"
+  done
+fi
+if ((run_issue5)); then
+  echo "-- issue 5 epilogue_bench:"
+  grep -hE "^epilogue_bench:|NO \(|ERROR" "$out/${i5}.txt" 2>/dev/null | head -12
+  grep -hE "fused epilogue vs" "$out/${i5}.txt" 2>/dev/null
+  echo "-- issue 5 ours vs torch:"
+  sed -n '/^shape/,$p' "$out/${i5}_compare.txt" 2>/dev/null | grep -vE '^wrote' | head -60
+  echo "-- issue 5 compute-sanitizer:"
+  for kernel in "${i5_memchecked[@]}"; do
+    printf '   %-44s %s\n' "$kernel" "$(grep -hE "ERROR SUMMARY" "$out/${i5}_memcheck_$kernel.txt" 2>/dev/null | tail -1)"
   done
 fi
 echo "results in $out/"
