@@ -230,7 +230,7 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
     let (run_items, formula) = run_functions(k, &ts, &tc, &ltc);
     let origin = &k.origin;
     let doc = format!(
-        " `{name}`: {formula} with A {a} {la_}, B {b} {lb_}, C/D {c} {lc_}, \
+        " `{name}`: {formula}. A {a} {la_}, B {b} {lb_}, C/D {c} {lc_}, \
          accumulating in {acc}; tile {tile_}, {stages} stages, from {origin}.",
         a = k.element_a,
         b = k.element_b,

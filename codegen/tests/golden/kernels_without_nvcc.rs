@@ -4,7 +4,7 @@ static IMAGE_TENSOROP_F16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::ne
     "tensorop_f16_f32_0",
     ::core::option::Option::None,
 );
-/// `cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tn_align8`: D = alpha·(A @ B) + beta·C with A f16 row, B f16 column, C/D f16 column, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:3.
+/// `cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tn_align8`: D = alpha·(A @ B) + beta·C. A f16 row, B f16 column, C/D f16 column, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:3.
 pub mod hgemm_tn {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -85,7 +85,7 @@ pub mod hgemm_tn {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
-/// `cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_nn_align8`: D = alpha·(A @ B) + beta·C with A f16 column, B f16 column, C/D f16 column, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:3.
+/// `cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_nn_align8`: D = alpha·(A @ B) + beta·C. A f16 column, B f16 column, C/D f16 column, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:3.
 pub mod hgemm_nn {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -166,7 +166,7 @@ pub mod hgemm_nn {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
-/// `cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tnt_align8_leaky_relu`: D = leaky_relu(alpha·(A @ B) + beta·C) with A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:65.
+/// `cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tnt_align8_leaky_relu`: D = leaky_relu(alpha·(A @ B) + beta·C). A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:65.
 pub mod f16_tn_leaky_relu {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -258,7 +258,7 @@ static IMAGE_SIMT_F64_F64_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
     "simt_f64_f64_0",
     ::core::option::Option::None,
 );
-/// `cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4`: D = alpha·(A @ B) + beta·C with A f64 row, B f64 row, C/D f64 row, accumulating in f64; tile 64x64x8, 2 stages, from golden.yaml:13.
+/// `cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4`: D = alpha·(A @ B) + beta·C. A f64 row, B f64 row, C/D f64 row, accumulating in f64; tile 64x64x8, 2 stages, from golden.yaml:13.
 pub mod cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4 {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -343,7 +343,7 @@ static IMAGE_SM90_TENSOROP_BF16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Ima
     "sm90_tensorop_bf16_f32_0",
     ::core::option::Option::None,
 );
-/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma`: D = alpha·(A @ B) + beta·C with A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:23.
+/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma`: D = alpha·(A @ B) + beta·C. A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:23.
 pub mod bf16_sm90_cooperative {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -424,7 +424,7 @@ pub mod bf16_sm90_cooperative {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
-/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma`: D = alpha·(A @ B) + beta·C with A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:23.
+/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma`: D = alpha·(A @ B) + beta·C. A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:23.
 pub mod bf16_sm90_pingpong {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -505,7 +505,7 @@ pub mod bf16_sm90_pingpong {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
-/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_bias_gelu_aux`: D = gelu(alpha·(A @ B) + beta·C + bias[col]), and the value before the activation into the aux output with A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:75.
+/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_bias_gelu_aux`: D = gelu(alpha·(A @ B) + beta·C + bias[col]), and the value before the activation into the aux output. A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:75.
 pub mod bf16_sm90_bias_gelu_aux {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -606,7 +606,7 @@ static IMAGE_SM90_TENSOROP_F16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Imag
     "sm90_tensorop_f16_f32_0",
     ::core::option::Option::None,
 );
-/// `cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_4_tnt_align8_warpspecialized_cooperative_stream_k`: D = alpha·(A @ B) + beta·C with A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x64, 4 stages, from golden.yaml:33.
+/// `cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_4_tnt_align8_warpspecialized_cooperative_stream_k`: D = alpha·(A @ B) + beta·C. A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x64, 4 stages, from golden.yaml:33.
 pub mod f16_sm90_streamk {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -687,7 +687,7 @@ pub mod f16_sm90_streamk {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
-/// `cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_row_scale_row_bias_silu`: D = silu(alpha[row]·(A @ B) + beta[row]·C + bias[row]) with A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:87.
+/// `cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_row_scale_row_bias_silu`: D = silu(alpha[row]·(A @ B) + beta[row]·C + bias[row]). A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:87.
 pub mod f16_sm90_row_scale_row_bias_silu {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -791,7 +791,7 @@ static IMAGE_TENSOROP_S8_S32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new
     "tensorop_s8_s32_0",
     ::core::option::Option::None,
 );
-/// `cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel`: D = linear_combination_clamp(alpha·(A @ B) + beta·C) with A s8 row, B s8 column, C/D s8 row, accumulating in s32; tile 128x128x64, 3 stages, from golden.yaml:43.
+/// `cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel`: D = linear_combination_clamp(alpha·(A @ B) + beta·C). A s8 row, B s8 column, C/D s8 row, accumulating in s32; tile 128x128x64, 3 stages, from golden.yaml:43.
 pub mod s8_tn_parallel {
     static REDUCTION: ::cutlass_aot::SplitKReduction = ::cutlass_aot::SplitKReduction {
         entry: c"cutlass_tensorop_s8_i16832gemm_s8_128x128_64x3_tnt_align16_epif32_splitk_parallel_reduce",
@@ -880,7 +880,7 @@ static IMAGE_TENSOROP_F32_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::ne
     "tensorop_f32_f32_0",
     ::core::option::Option::None,
 );
-/// `cutlass_tensorop_s1688gemm_128x128_32x3_tnt_align4_horizontal`: D = alpha·(A @ B) + beta·C with A f32 row, B f32 column, C/D f32 row, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:54.
+/// `cutlass_tensorop_s1688gemm_128x128_32x3_tnt_align4_horizontal`: D = alpha·(A @ B) + beta·C. A f32 row, B f32 column, C/D f32 row, accumulating in f32; tile 128x128x32, 3 stages, from golden.yaml:54.
 pub mod f32_3xtf32_horizontal {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {

@@ -166,9 +166,9 @@ template <class Stride> Stride make_stride(int64_t ld, int64_t batch) {
   return stride;
 }
 
-/// The fused epilogue's operands (bias, scale vectors, aux output) and activation arguments, set
-/// on whichever members the kernel's fusion operation has. An operand given to a kernel without
-/// the member is refused: it would be ignored silently.
+/// The fused epilogue's operands (bias, scale vectors, aux matrix, row-sum output) and activation
+/// arguments, set on whichever members the kernel's fusion operation has. An operand given to a
+/// kernel without the member is refused: it would be ignored silently.
 template <class ElementD, class Thread>
 int32_t set_fusion_arguments(Thread &thread, const cutlass_aot_gemm_args *in) {
   if constexpr (has_bias<Thread>::value) {
