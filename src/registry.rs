@@ -9,8 +9,8 @@ use crate::abi;
 use crate::fusion::FusionOperands;
 use crate::image::Image;
 use crate::model::{
-    Api, DType, Epilogue, EpilogueSchedule, Fusion, KernelSchedule, Layout, MathOp, OpClass, Shape3, SplitK,
-    Swizzle, TileScheduler,
+    Api, DType, Epilogue, EpilogueSchedule, Fusion, KernelSchedule, Layout, MathOp, OpClass, Reduction,
+    Shape3, SplitK, Swizzle, TileScheduler,
 };
 
 /// Everything known about one compiled kernel. Generated code creates one `static` per kernel.
@@ -55,8 +55,8 @@ pub struct KernelInfo {
     /// How the kernel splits K when a launch asks for split-K slices.
     pub split_k: SplitK,
     pub epilogue: Epilogue,
-    /// Activation, bias, scale vectors, aux output and residual fused into the epilogue (what the
-    /// kernel computes per element, and which extra operands a launch takes).
+    /// Activation, bias, scale vectors, aux output or input, residual and row sums fused into the
+    /// epilogue (what the kernel computes per element, and which extra operands a launch takes).
     pub fusion: Fusion,
     /// 3.x scheduling (2.x kernels: Auto, Auto, Persistent).
     pub schedule: KernelSchedule,
@@ -230,7 +230,7 @@ impl KernelInfo {
     pub fn may_need_workspace(&self, split_k_slices: usize) -> bool {
         self.tile_scheduler == TileScheduler::StreamK
             || self.split_k == SplitK::Parallel
-            || self.fusion.reduction != crate::model::Reduction::None
+            || self.fusion.reduction != Reduction::None
             || split_k_slices > 1
     }
 
@@ -474,7 +474,7 @@ impl KernelInfo {
             crate::fusion::operand_rules(self, operands, (problem.m, problem.n), want);
         }
         // Row sums of a batch would add every batch's rows into one vector.
-        if self.fusion.reduction != crate::model::Reduction::None {
+        if self.fusion.reduction != Reduction::None {
             want(problem.batch_count == 1, &|| {
                 format!(
                     "a kernel with a reduction ({}) reduces one GEMM, not a batch of {}",
