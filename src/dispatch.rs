@@ -263,21 +263,12 @@ pub fn transposed(p: &GemmProblem) -> GemmProblem {
         pointer_arrays: p.pointer_arrays,
         // A per-row vector of D is a per-column one of D^T.
         fusion: crate::model::Fusion {
-            bias: swap_direction(p.fusion.bias),
-            scale: swap_direction(p.fusion.scale),
+            bias: p.fusion.bias.transposed(),
+            scale: p.fusion.scale.transposed(),
             ..p.fusion
         },
         epilogue: p.epilogue,
         fusion_operands: p.fusion_operands,
-    }
-}
-
-fn swap_direction(b: crate::model::Broadcast) -> crate::model::Broadcast {
-    use crate::model::Broadcast;
-    match b {
-        Broadcast::PerRow => Broadcast::PerCol,
-        Broadcast::PerCol => Broadcast::PerRow,
-        Broadcast::None => Broadcast::None,
     }
 }
 

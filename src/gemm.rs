@@ -257,21 +257,7 @@ pub struct GemmOperands {
 /// Checks `args` against kernel `K`, builds its Params and launches it on `stream`.
 /// Stream-ordered; nothing is synchronised. On any error nothing is launched.
 pub fn launch<K: GemmKernel>(stream: &CudaStream, args: Gemm<'_, K>) -> Result<(), Error> {
-    let Gemm {
-        a,
-        b,
-        c,
-        d,
-        alpha,
-        beta,
-        split_k_slices,
-    } = args;
-    let scalars = (alpha.into(), beta.into(), split_k_slices);
-    with_operands(stream, a, b, c, d, scalars, |operands| {
-        // SAFETY: every address comes from a live cudarc buffer of the stated length and element
-        // type (the types are K's, enforced by the signature).
-        unsafe { launch_raw(K::info(), stream, operands) }
-    })
+    launch_fused(stream, args, FusedArgs::default())
 }
 
 /// [`launch`] for a kernel with a fused epilogue: `fused` holds its extra operands (the generated
@@ -298,7 +284,8 @@ pub fn launch_fused<K: GemmKernel>(
             fusion: held.operands,
             ..*operands
         };
-        // SAFETY: as in `launch`; the fused operands come from live buffers of K's types too.
+        // SAFETY: every address comes from a live cudarc buffer of the stated length and element
+        // type (the types are K's, enforced by the signature), the fused operands' included.
         unsafe { launch_raw(K::info(), stream, &operands) }
     })
 }

@@ -502,9 +502,8 @@ impl KernelInfo {
     /// Whether the epilogue is the plain linear combination, or the clamp a 2.x s8 output gets
     /// by default (its saturation, not a choice).
     fn clamp_is_default(&self) -> bool {
-        let s8_2x = self.api == Api::Cutlass2x && self.element_c == DType::S8;
         self.epilogue == Epilogue::LinearCombination
-            || (self.epilogue == Epilogue::LinearCombinationClamp && s8_2x)
+            || self.epilogue == Epilogue::default_for(self.api, self.element_c)
     }
 
     /// Array mode (operands given by device arrays of pointers) needs a CUTLASS 2.x kernel.

@@ -467,12 +467,7 @@ fn run_functions(
         values.extend(quote! { activation_arg: ::core::convert::Into::<f64>::into(fused.leaky_alpha), });
     }
     // Only a kernel with operand buffers borrows them; a slope alone is a plain value.
-    let borrows = f.bias != Broadcast::None
-        || f.scale != Broadcast::None
-        || f.aux_output != AuxOutput::None
-        || f.aux_input != AuxInput::None
-        || f.reduction != Reduction::None;
-    let (lifetime, anonymous) = if borrows {
+    let (lifetime, anonymous) = if f.has_buffers() {
         (quote!(<'a>), quote!(<'_>))
     } else {
         (quote!(), quote!())

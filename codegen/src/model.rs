@@ -146,11 +146,7 @@ impl GemmKernel {
     /// The epilogue when the manifest names none: s8 outputs of 2.x kernels saturate (CUTLASS's
     /// plain linear combination would wrap).
     pub fn default_epilogue(&self) -> Epilogue {
-        if self.element_c == DType::S8 && self.api() == Api::Cutlass2x {
-            Epilogue::LinearCombinationClamp
-        } else {
-            Epilogue::LinearCombination
-        }
+        Epilogue::default_for(self.api(), self.element_c)
     }
 
     /// `_{epilogue}` for a non-default epilogue, then `_{fusion label}` for a fused one.

@@ -285,6 +285,17 @@ impl Epilogue {
         }
     }
 
+    /// The epilogue a kernel gets when the manifest names none: a 2.x kernel's s8 output saturates
+    /// (CUTLASS's plain linear combination would wrap); every other output is a plain linear
+    /// combination.
+    pub fn default_for(api: Api, element_c: DType) -> Epilogue {
+        if api == Api::Cutlass2x && element_c == DType::S8 {
+            Epilogue::LinearCombinationClamp
+        } else {
+            Epilogue::LinearCombination
+        }
+    }
+
     /// The largest K the epilogue is exact for, if limited: the fast clamp converts through f32
     /// with a magic-number trick that holds while |accumulator| < 2^22, and s8 products reach
     /// 2^14, so K ≤ 256 (CUTLASS's own bound for it).
@@ -365,6 +376,15 @@ spelled_enum! {
 }
 
 impl Broadcast {
+    /// The same vector seen from D^T: a per-row vector of D is a per-column one of D^T.
+    pub fn transposed(self) -> Broadcast {
+        match self {
+            Broadcast::PerRow => Broadcast::PerCol,
+            Broadcast::PerCol => Broadcast::PerRow,
+            Broadcast::None => Broadcast::None,
+        }
+    }
+
     /// The vector's length for an m×n D, or `None` without a vector.
     pub fn length(self, m: usize, n: usize) -> Option<usize> {
         match self {
@@ -453,15 +473,20 @@ impl Fusion {
         *self == Fusion::NONE
     }
 
-    /// Whether the launch takes operands or arguments beyond A, B, C and D (a bias, scale vectors,
-    /// an aux output, an activation argument).
-    pub fn has_operands(&self) -> bool {
+    /// Whether the launch takes device buffers beyond A, B, C and D (a bias, scale vectors, an aux
+    /// matrix, a row-sum output).
+    pub fn has_buffers(&self) -> bool {
         self.bias != Broadcast::None
             || self.scale != Broadcast::None
             || self.aux_output != AuxOutput::None
             || self.aux_input != AuxInput::None
             || self.reduction != Reduction::None
-            || self.activation.has_argument()
+    }
+
+    /// Whether the launch takes operands or arguments beyond A, B, C and D: buffers, or an
+    /// activation argument (leaky_relu's slope).
+    pub fn has_operands(&self) -> bool {
+        self.has_buffers() || self.activation.has_argument()
     }
 
     /// A short name of the fusion, `_`-joined, e.g. `bias_gelu`: `bias` is a per-column bias (a
