@@ -173,7 +173,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
 /// Why this benchmark cannot run `info`, if it cannot: it takes bf16 `tnt` kernels computing
 /// `act(alpha·A·B + beta·C + bias[col])` (no scale vectors, aux output or residual, no clamp).
 fn out_of_scope(info: &KernelInfo) -> Option<String> {
-    let f = &info.fusion;
+    let f = &info.epilogue.fusion;
     let types = Types::of(info);
     if types != TYPES {
         Some(format!(
@@ -184,8 +184,8 @@ fn out_of_scope(info: &KernelInfo) -> Option<String> {
             types.c,
             types.layout_letters()
         ))
-    } else if info.epilogue != Epilogue::LinearCombination {
-        Some(format!("its epilogue is {}", info.epilogue))
+    } else if info.epilogue.kind != Epilogue::LinearCombination {
+        Some(format!("its epilogue is {}", info.epilogue.kind))
     } else if f.scale != Broadcast::None || f.aux_output != AuxOutput::None || f.residual != Residual::None {
         Some(format!(
             "its fusion ({}) has scale vectors, an aux output or a residual; this benchmark passes a \
@@ -204,14 +204,17 @@ fn default_kernels() -> Vec<&'static KernelInfo> {
     let in_scope = |k: &KernelInfo| out_of_scope(k).is_none();
     let fused = REGISTRY.filter(move |k| {
         in_scope(k)
-            && k.fusion.bias == Broadcast::PerCol
-            && matches!(k.fusion.activation, Activation::Gelu | Activation::GeluTaylor)
+            && k.epilogue.fusion.bias == Broadcast::PerCol
+            && matches!(
+                k.epilogue.fusion.activation,
+                Activation::Gelu | Activation::GeluTaylor
+            )
     });
     let plain = REGISTRY.filter(move |k| {
         in_scope(k)
             && k.is_plain()
-            && k.api == Api::Cutlass3x
-            && (k.tile.m, k.tile.n, k.tile.k) == (128, 256, 64)
+            && k.api() == Api::Cutlass3x
+            && (k.tile().m, k.tile().n, k.tile().k) == (128, 256, 64)
     });
     // Plain first: the baseline the fused rows are read against.
     plain.chain(fused).collect()
@@ -255,10 +258,10 @@ fn list_line(info: &KernelInfo) -> String {
     format!(
         "{:<40} {:<20} {} tile {} cluster {}{}",
         info.rust_name,
-        info.fusion.label(),
-        info.api,
-        info.tile,
-        info.cluster,
+        info.epilogue.fusion.label(),
+        info.api(),
+        info.tile(),
+        info.design.cluster(),
         if info.has_device_code() {
             ""
         } else {
@@ -336,7 +339,7 @@ impl ShapeData {
 
     /// The f64 reference of `info` at the sampled positions, rounded to bf16.
     fn reference(&self, info: &KernelInfo) -> Vec<f64> {
-        let f = &info.fusion;
+        let f = &info.epilogue.fusion;
         let arg = activation_arg(info);
         self.dots
             .iter()
@@ -350,7 +353,7 @@ impl ShapeData {
 }
 
 fn activation_arg(info: &KernelInfo) -> f64 {
-    if info.fusion.activation.has_argument() {
+    if info.epilogue.fusion.activation.has_argument() {
         LEAKY_SLOPE
     } else {
         0.0
@@ -416,7 +419,7 @@ fn measure(
     spinner: Option<&Spinner>,
 ) -> Result<Measured, Failure> {
     let mut operands = shape.data.operands(1.0, 0.0);
-    if info.fusion.bias == Broadcast::PerCol {
+    if info.epilogue.fusion.bias == Broadcast::PerCol {
         operands.fusion = FusionOperands {
             bias: Some(VectorOperand {
                 len: shape.data.extents.n,
@@ -425,7 +428,7 @@ fn measure(
             activation_arg: activation_arg(info),
             ..FusionOperands::default()
         };
-    } else if info.fusion.activation.has_argument() {
+    } else if info.epilogue.fusion.activation.has_argument() {
         operands.fusion.activation_arg = activation_arg(info);
     }
     // SAFETY: A, B, D and the bias are live bf16 buffers of exactly the lengths in `operands`
@@ -469,14 +472,14 @@ fn record(run: &Run, info: &KernelInfo, e: Extents, result: &Result<Measured, Fa
         .str("rust_name", info.rust_name)
         .str("dtype", &common::dtype_label(info))
         .str("layout", &common::layout_ab(info))
-        .str("layout_c", info.layout_c.letter())
-        .str("epilogue", &info.fusion.label())
-        .str("activation", &info.fusion.activation.to_string())
-        .str("bias", &info.fusion.bias.to_string())
-        .str("api", &info.api.to_string())
-        .str("schedule", &info.schedule.to_string())
-        .str("tile", &info.tile.to_string())
-        .str("cluster", &info.cluster.to_string())
+        .str("layout_c", info.gemm().c.layout.letter())
+        .str("epilogue", &info.epilogue.fusion.label())
+        .str("activation", &info.epilogue.fusion.activation.to_string())
+        .str("bias", &info.epilogue.fusion.bias.to_string())
+        .str("api", &info.api().to_string())
+        .str("schedule", &common::schedule(info).to_string())
+        .str("tile", &info.tile().to_string())
+        .str("cluster", &info.design.cluster().to_string())
         .int("m", e.m)
         .int("n", e.n)
         .int("k", e.k)
@@ -520,7 +523,7 @@ fn table_row(info: &KernelInfo, e: Extents, result: &Result<Measured, Failure>, 
     let head = format!(
         "{:<width$} {:<20} {:>17}",
         info.rust_name,
-        info.fusion.label(),
+        info.epilogue.fusion.label(),
         shape
     );
     match result {
@@ -645,7 +648,7 @@ fn run(
             out.record(&record(&run, info, e, &result))?;
             match &result {
                 Ok(m) if m.check.passed => {
-                    if info.fusion.is_none() {
+                    if info.epilogue.fusion.is_none() {
                         best_plain =
                             Some(best_plain.map_or(m.timing.median_us, |b| b.min(m.timing.median_us)));
                     } else {
@@ -666,7 +669,13 @@ fn run(
         if let Some(plain) = best_plain.filter(|_| !fused.is_empty()) {
             let costs: Vec<String> = fused
                 .iter()
-                .map(|(info, us)| format!("{} {:+.1}%", info.fusion.label(), (us / plain - 1.0) * 100.0))
+                .map(|(info, us)| {
+                    format!(
+                        "{} {:+.1}%",
+                        info.epilogue.fusion.label(),
+                        (us / plain - 1.0) * 100.0
+                    )
+                })
                 .collect();
             out.table(format!(
                 "  {e}: fused epilogue vs the fastest plain kernel ({plain:.2} us): {}",
@@ -808,12 +817,12 @@ mod tests {
         for k in &kernels {
             assert!(out_of_scope(k).is_none(), "{}", k.rust_name);
             assert!(
-                k.is_plain() || k.fusion.bias == Broadcast::PerCol,
+                k.is_plain() || k.epilogue.fusion.bias == Broadcast::PerCol,
                 "{}",
                 k.rust_name
             );
         }
-        let labels: Vec<String> = kernels.iter().map(|k| k.fusion.label()).collect();
+        let labels: Vec<String> = kernels.iter().map(|k| k.epilogue.fusion.label()).collect();
         assert!(labels.contains(&"bias_gelu".to_string()), "{labels:?}");
         assert!(labels.contains(&"bias_gelu_taylor".to_string()), "{labels:?}");
         assert!(labels.contains(&"linear_combination".to_string()), "{labels:?}");

@@ -61,7 +61,14 @@ fn list_kernels() {
     for k in REGISTRY.all() {
         println!(
             "  {:<22} {}  A {} {}-major, B {} {}-major, C/D {} {}-major",
-            k.rust_name, k.name, k.element_a, k.layout_a, k.element_b, k.layout_b, k.element_c, k.layout_c
+            k.rust_name,
+            k.name,
+            k.gemm().a.element,
+            k.gemm().a.layout,
+            k.gemm().b.element,
+            k.gemm().b.layout,
+            k.gemm().c.element,
+            k.gemm().c.layout
         );
     }
 }
@@ -144,12 +151,12 @@ fn run(
             o.m,
             o.n,
             o.k,
-            info.element_a,
-            info.layout_a,
-            info.element_b,
-            info.layout_b,
-            info.element_c,
-            info.layout_c
+            info.gemm().a.element,
+            info.gemm().a.layout,
+            info.gemm().b.element,
+            info.gemm().b.layout,
+            info.gemm().c.element,
+            info.gemm().c.layout
         );
         println!(
             "first call (image load + launch + sync): {:.1} ms",

@@ -120,14 +120,14 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
 
 /// A kind of kernel for the default selection: 2.x, or 3.x by its scheduling and clustering.
 fn kind(info: &KernelInfo) -> String {
-    match info.api {
+    match info.api() {
         Api::Cutlass2x => "2x".to_string(),
         Api::Cutlass3x => format!(
             "3x {} {} {} cluster{}",
-            info.schedule,
-            info.epilogue_schedule,
-            info.tile_scheduler,
-            if info.cluster.m * info.cluster.n * info.cluster.k > 1 {
+            common::schedule(info),
+            common::epilogue_schedule(info),
+            common::tile_scheduler(info),
+            if info.design.cluster().m * info.design.cluster().n * info.design.cluster().k > 1 {
                 ">1"
             } else {
                 "=1"
@@ -145,15 +145,18 @@ fn default_kernels(all: &[&'static KernelInfo]) -> Vec<&'static KernelInfo> {
         .find(|k| k.rust_name == TYPED_KERNEL)
         .or_else(|| {
             all.iter()
-                .find(|k| k.api == Api::Cutlass2x && k.opclass == OpClass::TensorOp)
+                .find(|k| k.api() == Api::Cutlass2x && k.design.opclass() == OpClass::TensorOp)
         })
         .copied();
     chosen.extend(two);
-    let preferred = two.map(|k| k.element_a);
-    let mut threes: Vec<&'static KernelInfo> =
-        all.iter().copied().filter(|k| k.api == Api::Cutlass3x).collect();
+    let preferred = two.map(|k| k.gemm().a.element);
+    let mut threes: Vec<&'static KernelInfo> = all
+        .iter()
+        .copied()
+        .filter(|k| k.api() == Api::Cutlass3x)
+        .collect();
     // Stable: kernels of the preferred type first, otherwise manifest order.
-    threes.sort_by_key(|k| Some(k.element_a) != preferred);
+    threes.sort_by_key(|k| Some(k.gemm().a.element) != preferred);
     for k in threes {
         if !chosen.iter().any(|c| kind(c) == kind(k)) {
             chosen.push(k);
@@ -266,10 +269,10 @@ fn json(device: &str, date: &str, o: &Options, bare: f64, r: &Measurement) -> St
     if let Some(info) = REGISTRY.by_name(r.kernel) {
         rec = rec
             .str("dtype", &common::dtype_label(info))
-            .str("api", &info.api.to_string())
-            .str("schedule", &info.schedule.to_string())
-            .str("tile_scheduler", &info.tile_scheduler.to_string())
-            .str("cluster", &info.cluster.to_string());
+            .str("api", &info.api().to_string())
+            .str("schedule", &common::schedule(info).to_string())
+            .str("tile_scheduler", &common::tile_scheduler(info).to_string())
+            .str("cluster", &info.design.cluster().to_string());
     }
     rec = rec.int("calls_per_batch", o.calls).int("batches", o.batches);
     match &r.us {
@@ -324,9 +327,9 @@ impl Buffers {
             m,
             n,
             k,
-            a: alloc(bytes(m * k, info.element_a))?,
-            b: alloc(bytes(k * n, info.element_b))?,
-            d: alloc(bytes(m * n, info.element_c))?,
+            a: alloc(bytes(m * k, info.gemm().a.element))?,
+            b: alloc(bytes(k * n, info.gemm().b.element))?,
+            d: alloc(bytes(m * n, info.gemm().c.element))?,
         })
     }
 
@@ -339,10 +342,10 @@ impl Buffers {
             address: common::address(buffer, stream),
         };
         cutlass_aot::GemmOperands {
-            a: operand(&self.a, m, k, info.layout_a),
-            b: operand(&self.b, k, n, info.layout_b),
+            a: operand(&self.a, m, k, info.gemm().a.layout),
+            b: operand(&self.b, k, n, info.gemm().b.layout),
             c: None,
-            d: operand(&self.d, m, n, info.layout_c),
+            d: operand(&self.d, m, n, info.gemm().c.layout),
             alpha: 1.0,
             beta: 0.0,
             split_k_slices: 1,
@@ -354,8 +357,12 @@ impl Buffers {
 fn problem_of(info: &KernelInfo, (m, n, k): (usize, usize, usize), cc: Option<u32>) -> GemmProblem {
     let mut p = GemmProblem::new(
         (m, n, k),
-        (info.element_a, info.element_b, info.element_c),
-        (info.layout_a, info.layout_b, info.layout_c),
+        (
+            info.gemm().a.element,
+            info.gemm().b.element,
+            info.gemm().c.element,
+        ),
+        (info.gemm().a.layout, info.gemm().b.layout, info.gemm().c.layout),
     );
     p.compute_capability = cc;
     p
@@ -480,7 +487,7 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
             extents: Some(extents),
             call: Box::new(move || {
                 let mut args = gemm::plan(info, &operands, &props).map_err(|e| e.to_string())?;
-                if info.api == Api::Cutlass3x {
+                if info.api() == Api::Cutlass3x {
                     args.encode_tiled = encode;
                 }
                 if info.may_need_workspace(1) {
@@ -696,7 +703,7 @@ mod tests {
             let same_kind_same_type = REGISTRY
                 .all()
                 .iter()
-                .any(|k| kind(k) == kind(c) && k.element_a == chosen[0].element_a);
+                .any(|k| kind(k) == kind(c) && k.gemm().a.element == chosen[0].element_a);
             if same_kind_same_type {
                 assert_eq!(c.element_a, chosen[0].element_a, "{}", c.rust_name);
             }

@@ -379,10 +379,12 @@ fn in_selection(o: &Options, info: &KernelInfo) -> bool {
     let c = o
         .c_dtypes
         .as_ref()
-        .map_or(true, |cs| cs.contains(&info.element_c));
+        .map_or(true, |cs| cs.contains(&info.gemm().c.element));
     let layout = o.layouts.as_ref().map_or(true, |ls| {
         ls.iter().any(|&(a, b, c)| {
-            a == info.layout_a && b == info.layout_b && c.unwrap_or(Layout::Row) == info.layout_c
+            a == info.gemm().a.layout
+                && b == info.gemm().b.layout
+                && c.unwrap_or(Layout::Row) == info.gemm().c.layout
         })
     });
     dtype && c && layout
@@ -436,8 +438,12 @@ fn candidates(o: &Options) -> Result<Vec<&'static KernelInfo>, String> {
 fn problem(info: &KernelInfo, e: Extents, slices: usize, cc: Option<u32>) -> GemmProblem {
     let mut p = GemmProblem::new(
         (e.m, e.n, e.k),
-        (info.element_a, info.element_b, info.element_c),
-        (info.layout_a, info.layout_b, info.layout_c),
+        (
+            info.gemm().a.element,
+            info.gemm().b.element,
+            info.gemm().c.element,
+        ),
+        (info.gemm().a.layout, info.gemm().b.layout, info.gemm().c.layout),
     )
     .batched(e.batch)
     .split_k(slices);
@@ -464,19 +470,19 @@ fn list_kernels(out: &mut dyn Write) -> std::io::Result<()> {
             "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             k.rust_name,
             k.name,
-            k.api,
-            k.schedule,
-            k.epilogue_schedule,
-            k.tile_scheduler,
+            k.api(),
+            common::schedule(k),
+            common::epilogue_schedule(k),
+            common::tile_scheduler(k),
             common::dtype_label(k),
-            k.element_a,
-            k.element_b,
-            k.element_c,
+            k.gemm().a.element,
+            k.gemm().b.element,
+            k.gemm().c.element,
             common::layout_abc(k),
-            k.tile,
-            k.cluster,
-            k.math,
-            k.split_k
+            k.tile(),
+            k.design.cluster(),
+            k.gemm().math,
+            k.design.split_k()
         )?;
     }
     Ok(())
@@ -506,11 +512,11 @@ fn describe_plan(o: &Options, kernels: &[&'static KernelInfo], out: &mut dyn Wri
             "  {:<width$}  {}  ({} {} {}, {}, split-K {}; supports {n} of {runs} shape x split-K runs)",
             info.rust_name,
             info.name,
-            info.api,
-            info.schedule,
-            info.tile_scheduler,
+            info.api(),
+            common::schedule(info),
+            common::tile_scheduler(info),
             common::dtype_label(info),
-            info.split_k,
+            info.design.split_k(),
         )?;
     }
     let shapes: Vec<String> = o.shapes.iter().take(12).map(|s| s.to_string()).collect();
@@ -1112,10 +1118,9 @@ mod tests {
     #[test]
     fn selection() {
         let tf32 = REGISTRY.all().iter().find(|k| common::dtype_label(k) == "tf32");
-        let simt = REGISTRY
-            .all()
-            .iter()
-            .find(|k| k.element_a == DType::F32 && k.opclass == cutlass_aot::model::OpClass::Simt);
+        let simt = REGISTRY.all().iter().find(|k| {
+            k.gemm().a.element == DType::F32 && k.design.opclass() == cutlass_aot::model::OpClass::Simt
+        });
         let all = parse_args(&args("--dtype all --layout all")).unwrap();
         assert_eq!(candidates(&all).unwrap().len(), REGISTRY.all().len());
         let o = parse_args(&args("--dtype tf32 --layout all")).unwrap();
@@ -1134,14 +1139,14 @@ mod tests {
         }
         let o = parse_args(&args("--dtype s8 --c-dtype s8,s32,f32 --layout tn")).unwrap();
         for k in candidates(&o).unwrap_or_default() {
-            assert_eq!(k.element_a, DType::S8);
-            assert!([DType::S8, DType::S32, DType::F32].contains(&k.element_c));
+            assert_eq!(k.gemm().a.element, DType::S8);
+            assert!([DType::S8, DType::S32, DType::F32].contains(&k.gemm().c.element));
         }
         let o = parse_args(&args("--dtype bf16 --layout tn")).unwrap();
         for k in candidates(&o).unwrap_or_default() {
-            assert_eq!(k.element_a, DType::Bf16);
+            assert_eq!(k.gemm().a.element, DType::Bf16);
             assert_eq!(
-                (k.layout_a, k.layout_b, k.layout_c),
+                (k.gemm().a.layout, k.gemm().b.layout, k.gemm().c.layout),
                 (Layout::Row, Layout::Column, Layout::Row)
             );
         }

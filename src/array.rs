@@ -14,9 +14,10 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use crate::abi;
 use crate::device;
 use crate::error::Error;
+use crate::gemm::GemmProblem;
 use crate::gemm::{self, GemmKernel, Geometry};
+use crate::kernel::KernelInfo;
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
-use crate::registry::{GemmProblem, KernelInfo};
 use crate::types::{Element, LayoutTag, Scalar};
 
 /// Names errors that are about a pointer array rather than a kernel.
@@ -341,16 +342,34 @@ pub fn plan_array(
         ));
     }
     let named = [
-        ("A", Some(&ops.a), info.layout_a, info.alignment_a, info.element_a),
-        ("B", Some(&ops.b), info.layout_b, info.alignment_b, info.element_b),
+        (
+            "A",
+            Some(&ops.a),
+            info.gemm().a.layout,
+            info.gemm().a.alignment,
+            info.gemm().a.element,
+        ),
+        (
+            "B",
+            Some(&ops.b),
+            info.gemm().b.layout,
+            info.gemm().b.alignment,
+            info.gemm().b.element,
+        ),
         (
             "C",
             ops.c.as_ref(),
-            info.layout_c,
-            info.alignment_c,
-            info.element_c,
+            info.gemm().c.layout,
+            info.gemm().c.alignment,
+            info.gemm().c.element,
         ),
-        ("D", Some(&ops.d), info.layout_c, info.alignment_c, info.element_c),
+        (
+            "D",
+            Some(&ops.d),
+            info.gemm().c.layout,
+            info.gemm().c.alignment,
+            info.gemm().c.element,
+        ),
     ];
     for (name, op, layout, alignment, element) in named {
         let Some(op) = op else { continue };
@@ -383,13 +402,17 @@ pub fn plan_array(
         ldc: Some(c.shape.ld),
         compute_capability: Some(device.compute_capability),
         // The kernel's own epilogue, without fused operands (array mode takes none).
-        fusion: info.fusion,
-        epilogue: Some(info.epilogue),
+        fusion: info.epilogue.fusion,
+        epilogue: Some(info.epilogue.kind),
         fusion_operands: Some(Default::default()),
         ..GemmProblem::new(
             (geometry.m, geometry.n, geometry.k),
-            (info.element_a, info.element_b, info.element_c),
-            (info.layout_a, info.layout_b, info.layout_c),
+            (
+                info.gemm().a.element,
+                info.gemm().b.element,
+                info.gemm().c.element,
+            ),
+            (info.gemm().a.layout, info.gemm().b.layout, info.gemm().c.layout),
         )
         .pointer_arrays(ops.batch_count)
     };

@@ -20,10 +20,12 @@
 //! Users who know which kernel they want call its typed function (`kernels::<name>::run`) directly.
 
 use crate::error::Error;
+use crate::gemm::GemmProblem;
 use crate::gemm::{self, GemmOperands, Operand};
+use crate::kernel::KernelInfo;
 use crate::matrix::{MatrixMut, MatrixRef};
-use crate::model::{DType, Layout, MathOp, SplitK, TileScheduler};
-use crate::registry::{GemmProblem, KernelInfo, Registry};
+use crate::model::{DType, Layout, MathOp, SplitK};
+use crate::registry::Registry;
 use crate::types::{Element, LayoutTag};
 use crate::CudaStream;
 
@@ -131,10 +133,10 @@ fn heuristic(
         .copied()
         .filter(|k| dispatchable(k) && k.supports(problem).is_ok())
         .collect();
-    let best_api = candidates.iter().map(|k| k.api).max();
+    let best_api = candidates.iter().map(|k| k.api()).max();
     candidates
         .into_iter()
-        .filter(|k| Some(k.api) == best_api)
+        .filter(|k| Some(k.api()) == best_api)
         .map(|k| (estimated_cost(k, problem, multiprocessors), k))
         .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
 }
@@ -146,10 +148,10 @@ fn heuristic(
 fn dispatchable(kernel: &KernelInfo) -> bool {
     kernel.is_plain()
         && !matches!(
-            kernel.math,
+            kernel.gemm().math,
             MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16
         )
-        && kernel.split_k != SplitK::Parallel
+        && kernel.design.split_k() != SplitK::Parallel
 }
 
 /// How a selected kernel runs the problem.
@@ -299,13 +301,13 @@ pub fn transposed_operands(ops: &GemmOperands) -> GemmOperands {
 
 /// The heuristic's cost of `kernel` for `problem` (arbitrary units; only comparisons matter).
 pub fn estimated_cost(kernel: &KernelInfo, problem: &GemmProblem, multiprocessors: u32) -> f64 {
-    let (tm, tn) = (kernel.tile.m.max(1) as f64, kernel.tile.n.max(1) as f64);
+    let (tm, tn) = (kernel.tile().m.max(1) as f64, kernel.tile().n.max(1) as f64);
     let sms = multiprocessors.max(1) as f64;
     let tiles_m = (problem.m as f64 / tm).ceil();
     let tiles_n = (problem.n as f64 / tn).ceil();
     let tiles = tiles_m * tiles_n * problem.batch_count as f64;
     let k = problem.k as f64;
-    let busiest = if kernel.tile_scheduler == TileScheduler::StreamK {
+    let busiest = if kernel.design.split_k() == SplitK::StreamK {
         // Output tiles and their K iterations are spread evenly over the SMs.
         1.1 * tiles * tm * tn * k / sms
     } else {

@@ -7,7 +7,10 @@ use std::ffi::c_void;
 use cudarc::driver::{result, sys, CudaStream};
 
 use crate::abi;
+use crate::device;
 use crate::error::Error;
+use crate::kernel::KernelInfo;
+use crate::params::Prepared;
 
 /// Enqueues `launch`'s workspace fills (at `workspace`) and then the kernel `function` with the
 /// single argument at `params`.
@@ -82,4 +85,52 @@ pub(crate) unsafe fn enqueue(
     }
     .result()
     .map_err(Error::driver("launching the kernel with thread-block clusters"))
+}
+
+/// Checks the prepared launch of `entry` (the kernel's, or its reduction's) against the device and
+/// the loaded function, then enqueues it.
+///
+/// # Safety
+/// As [`crate::gemm::launch_raw`]; `workspace` holds `prepared.launch.workspace_bytes` bytes.
+pub(crate) unsafe fn enqueue_prepared(
+    info: &'static KernelInfo,
+    entry: &'static std::ffi::CStr,
+    stream: &CudaStream,
+    device: &device::DeviceProps,
+    prepared: &Prepared,
+    workspace: u64,
+) -> Result<(), Error> {
+    let launch = &prepared.launch;
+    if launch.shared_mem_bytes > device.max_shared_memory_per_block_optin {
+        return Err(Error::UnsupportedDevice {
+            kernel: info.name,
+            message: format!(
+                "needs {} bytes of shared memory per block; this device allows {}",
+                launch.shared_mem_bytes, device.max_shared_memory_per_block_optin
+            ),
+        });
+    }
+    let function = info
+        .image
+        .function(stream.context(), entry, info.name, launch.shared_mem_bytes)?;
+    if function.param_bytes != launch.params_bytes as usize {
+        return Err(Error::AbiMismatch {
+            kernel: info.name,
+            message: format!(
+                "host Params are {} bytes, the device kernel takes {}",
+                launch.params_bytes, function.param_bytes
+            ),
+        });
+    }
+    // SAFETY: the function takes exactly one parameter of `param_bytes` bytes (checked above),
+    // which `prepare` wrote; every pointer inside was checked against its buffer's extent.
+    unsafe {
+        crate::launch::enqueue(
+            function.function.cu_function(),
+            stream,
+            launch,
+            prepared.params_ptr(),
+            workspace,
+        )
+    }
 }

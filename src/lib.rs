@@ -7,6 +7,10 @@
 //! registry ([`Registry`], [`KernelInfo::supports`]) → check ([`gemm::launch`]) → Params
 //! ([`KernelInfo::prepare`]) → launch.
 //!
+//! Every kernel is described by one model ([`KernelInfo`]: common metadata, an
+//! [`model::Operation`], a [`model::Design`] and a [`model::EpilogueSpec`]); each operation has its
+//! own module ([`gemm`], [`grouped`]) over the shared ones (images, launch, workspaces, device).
+//!
 //! ```no_run
 //! use cutlass_aot::{kernels, ColumnMajor, Gemm, MatrixMut, MatrixRef, RowMajor};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -31,11 +35,12 @@ pub mod array;
 pub mod device;
 pub mod dispatch;
 mod error;
-pub mod fusion;
 pub mod gemm;
 mod image;
+mod kernel;
 mod launch;
 mod matrix;
+mod params;
 mod registry;
 pub mod tma;
 mod types;
@@ -49,11 +54,13 @@ pub use half;
 
 pub use array::{ArrayGemm, PointerArray, PointerArrayMut};
 pub use error::Error;
-pub use fusion::{FusedArgs, FusionOperands, VectorOperand};
-pub use gemm::{Gemm, GemmKernel, GemmOperands, Operand, Prepared, Raster, Tuning};
+pub use gemm::fusion::{self, FusedArgs, FusionOperands, VectorOperand};
+pub use gemm::{Gemm, GemmKernel, GemmOperands, GemmProblem, Operand, Raster, Tuning};
 pub use image::Image;
+pub use kernel::{HostCode, KernelInfo, Problem, SplitKReduction, Unsupported, Want};
 pub use matrix::{MatrixMut, MatrixRef, MatrixShape};
-pub use registry::{GemmProblem, KernelInfo, Registry, SplitKReduction, Unsupported};
+pub use params::Prepared;
+pub use registry::Registry;
 pub use types::{
     ColumnInterleaved32, ColumnMajor, Element, LayoutTag, RowInterleaved32, RowMajor, Scalar, F8E4M3, F8E5M2,
 };

@@ -1,9 +1,9 @@
 //! Host-side verification: test data in every element type, an f64 reference GEMM and the error
 //! measure and tolerances the test suite, the examples and the profiler share.
 
+use crate::kernel::KernelInfo;
 use crate::matrix::MatrixShape;
 use crate::model::{Activation, AuxInput, Broadcast, DType, Epilogue, Layout, MathOp, OpClass, Residual};
-use crate::registry::KernelInfo;
 use crate::types::{F8E4M3, F8E5M2};
 
 /// Size in bytes of one element.
@@ -232,19 +232,23 @@ pub fn relative_error(out: &[f64], reference: &[f64]) -> f64 {
 ///   CUTLASS's non-`FastAccum` schedules do) and by up to 9.6e-4 (k = 4096) without it.
 /// * integer accumulation: 0.
 pub fn tolerance(info: &KernelInfo) -> f64 {
-    let output = match info.element_c {
+    let output = match info.gemm().c.element {
         DType::F16 => 2e-3,
         DType::Bf16 => 1e-2,
         DType::F32 => 1e-5,
         DType::F64 => 1e-12,
         DType::E4m3 => 5e-2,
         DType::E5m2 => 1e-1,
-        DType::S8 | DType::S32 if info.element_epilogue.is_integer() => 0.0,
+        DType::S8 | DType::S32 if info.epilogue.compute.is_integer() => 0.0,
         DType::S8 | DType::S32 => 1e-3,
     };
-    let math = match (info.opclass, info.element_a, info.element_accumulator) {
+    let math = match (
+        info.design.opclass(),
+        info.gemm().a.element,
+        info.gemm().accumulator,
+    ) {
         (_, _, DType::F16) => 1e-2,
-        (OpClass::TensorOp, DType::F32, _) => match info.math {
+        (OpClass::TensorOp, DType::F32, _) => match info.gemm().math {
             MathOp::MultiplyAddFastF32 => 2e-5,  // 3xTF32: f32 accuracy
             MathOp::MultiplyAddFastBf16 => 1e-2, // operands rounded to bf16's 8-bit mantissa
             _ => 5e-3,                           // TF32 and fast f16: 10-bit mantissa operands
@@ -359,7 +363,7 @@ pub fn reference_fused(
     (alpha, beta): (f64, f64),
     fused: &HostFusion,
 ) -> Vec<f64> {
-    let f = &info.fusion;
+    let f = &info.epilogue.fusion;
     let mut row_sums = vec![0.0; a.shape.rows];
     let pick = |vector: &Option<Vec<f64>>, broadcast: Broadcast, row: usize, col: usize, scalar: f64| match (
         vector, broadcast,
@@ -391,11 +395,11 @@ pub fn reference_fused(
             let z = alpha * acc + beta * source + bias;
             (z, activation(f.activation, z, fused.activation_arg))
         };
-        let d_value = match info.epilogue {
+        let d_value = match info.epilogue.kind {
             Epilogue::LinearCombination => d_value,
             Epilogue::LinearCombinationClamp | Epilogue::FastLinearCombinationClamp => {
-                let max = max_finite(info.element_c);
-                let min = if info.element_c.is_integer() {
+                let max = max_finite(info.gemm().c.element);
+                let min = if info.gemm().c.element.is_integer() {
                     -max - 1.0
                 } else {
                     -max
@@ -421,7 +425,7 @@ pub fn reference_fused(
 /// about 1e-3 of error relative to outputs of order one.
 pub fn fused_tolerance(info: &KernelInfo) -> f64 {
     let approximate = matches!(
-        info.fusion.activation,
+        info.epilogue.fusion.activation,
         Activation::Tanh
             | Activation::Sigmoid
             | Activation::Silu

@@ -39,18 +39,19 @@ fn bias(len: usize) -> FusionOperands {
 /// where the kernel has them, no scale vectors (they are optional).
 fn fused_operands(info: &KernelInfo, (m, n, k): (usize, usize, usize)) -> GemmOperands {
     let mut ops = operands(info, m, n, k);
-    if let Some(len) = info.fusion.bias.length(m, n) {
+    if let Some(len) = info.epilogue.fusion.bias.length(m, n) {
         ops.fusion = bias(len);
     }
-    if info.fusion.aux_output == AuxOutput::PreActivation || info.fusion.aux_input == AuxInput::PreActivation
+    if info.epilogue.fusion.aux_output == AuxOutput::PreActivation
+        || info.epilogue.fusion.aux_input == AuxInput::PreActivation
     {
         ops.fusion.aux = Some(operand(
-            MatrixShape::packed(m, n, info.layout_c),
-            info.layout_c,
+            MatrixShape::packed(m, n, info.gemm().c.layout),
+            info.gemm().c.layout,
             ADDR_AUX,
         ));
     }
-    if info.fusion.reduction == Reduction::RowSum {
+    if info.epilogue.fusion.reduction == Reduction::RowSum {
         ops.fusion.reduction = Some(VectorOperand {
             len: m,
             address: ADDR_ROW_SUMS,
@@ -72,14 +73,14 @@ fn every_activation_is_built_on_both_generations() {
     for &activation in Activation::ALL.iter().filter(|&&a| a != Activation::Identity) {
         for api in [Api::Cutlass2x, Api::Cutlass3x] {
             let found = kernels::REGISTRY
-                .filter(|k| k.api == api && k.fusion.activation == activation)
+                .filter(|k| k.api() == api && k.epilogue.fusion.activation == activation)
                 .count();
             assert!(found > 0, "no {api} kernel applies {activation}");
         }
     }
     // Clamps: 2.x (s8 outputs saturate by default), CUTLASS's fast int8 clamp, and the 3.x clamp.
     let clamp_3x = kernel("f16_sm90_clamp");
-    assert_eq!(clamp_3x.epilogue, Epilogue::LinearCombinationClamp);
+    assert_eq!(clamp_3x.epilogue.kind, Epilogue::LinearCombinationClamp);
     assert!(!clamp_3x.is_plain());
     // Discovery finds a clamp only when asked for one.
     let p = problem(clamp_3x, 256, 256, 64);
@@ -91,7 +92,7 @@ fn every_activation_is_built_on_both_generations() {
         .supports(&p.with_epilogue(Epilogue::LinearCombinationClamp))
         .is_ok());
     let fast = kernel("gemm_s8_tn_s8_fastclamp");
-    assert_eq!(fast.epilogue, Epilogue::FastLinearCombinationClamp);
+    assert_eq!(fast.epilogue.kind, Epilogue::FastLinearCombinationClamp);
     assert!(
         fast.name.ends_with("_fast_linear_combination_clamp"),
         "{}",
@@ -105,27 +106,27 @@ fn every_activation_is_built_on_both_generations() {
 fn fused_kernels_carry_their_fusion_in_metadata_and_names() {
     let info = bias_gelu();
     assert_eq!(
-        info.fusion,
+        info.epilogue.fusion,
         Fusion {
             activation: Activation::Gelu,
             bias: Broadcast::PerCol,
             ..Fusion::NONE
         }
     );
-    assert_eq!(info.fusion.label(), "bias_gelu");
+    assert_eq!(info.epilogue.fusion.label(), "bias_gelu");
     assert!(info.name.ends_with("_bias_gelu"), "{}", info.name);
     let aux = kernel("f16_sm90_row_bias_gelu_aux");
-    assert_eq!(aux.fusion.bias, Broadcast::PerRow);
-    assert_eq!(aux.fusion.aux_output, AuxOutput::PreActivation);
+    assert_eq!(aux.epilogue.fusion.bias, Broadcast::PerRow);
+    assert_eq!(aux.epilogue.fusion.aux_output, AuxOutput::PreActivation);
     let scale = kernel("f16_sm90_row_scale_row_bias_silu");
     assert_eq!(
-        (scale.fusion.scale, scale.fusion.bias),
+        (scale.epilogue.fusion.scale, scale.epilogue.fusion.bias),
         (Broadcast::PerRow, Broadcast::PerRow)
     );
     let residual = kernel("f16_sm90_bias_relu_residual");
-    assert_eq!(residual.fusion.residual, Residual::AfterActivation);
+    assert_eq!(residual.epilogue.fusion.residual, Residual::AfterActivation);
     assert_eq!(
-        kernel("gemm_f16_tn_leaky_relu").fusion.activation,
+        kernel("gemm_f16_tn_leaky_relu").epilogue.fusion.activation,
         Activation::LeakyRelu
     );
     // Names are unique across fusions of one configuration.
@@ -159,11 +160,11 @@ fn discovery_filters_on_the_fusion() {
     let plain = problem(info, 4096, 4096, 4096);
     assert!(kernels::REGISTRY
         .get_kernels(&plain, |_| true)
-        .all(|k| k.fusion.is_none()));
+        .all(|k| k.epilogue.fusion.is_none()));
     assert!(kernels::REGISTRY.get_kernels(&plain, |_| true).count() > 0);
     // Filtering by metadata alone: every kernel with a per-column bias.
     let with_bias = kernels::REGISTRY
-        .filter(|k| k.fusion.bias == Broadcast::PerCol)
+        .filter(|k| k.epilogue.fusion.bias == Broadcast::PerCol)
         .count();
     assert!(with_bias >= 4, "{with_bias}");
 }
@@ -192,7 +193,8 @@ fn supports_names_each_fusion_mismatch() {
 #[test]
 fn supports_explains_missing_short_extra_and_misaligned_operands() {
     let info = bias_gelu();
-    let p = |operands: FusionOperands| problem(info, 256, 512, 64).fused(info.fusion, Some(operands));
+    let p =
+        |operands: FusionOperands| problem(info, 256, 512, 64).fused(info.epilogue.fusion, Some(operands));
     assert_contains(
         &reasons(info, &p(FusionOperands::default())),
         "missing bias: this kernel adds a per-column vector of n = 512 elements (bf16); pass one",
@@ -218,8 +220,8 @@ fn supports_explains_missing_short_extra_and_misaligned_operands() {
             address: ADDR_ALPHA,
         }),
         aux: Some(operand(
-            MatrixShape::packed(256, 512, info.layout_c),
-            info.layout_c,
+            MatrixShape::packed(256, 512, info.gemm().c.layout),
+            info.gemm().c.layout,
             ADDR_AUX,
         )),
         ..bias(512)
@@ -250,7 +252,7 @@ fn supports_explains_missing_short_extra_and_misaligned_operands() {
 fn scale_vectors_are_optional_but_checked_when_given() {
     let info = kernel("f16_sm90_row_scale_row_bias_silu");
     let (m, n) = (256, 128);
-    let p = |operands: FusionOperands| problem(info, m, n, 64).fused(info.fusion, Some(operands));
+    let p = |operands: FusionOperands| problem(info, m, n, 64).fused(info.epilogue.fusion, Some(operands));
     assert!(info.supports(&p(bias(m))).is_ok(), "scalar alpha and beta");
     let short_alpha = FusionOperands {
         alpha_vector: Some(VectorOperand {
@@ -277,7 +279,7 @@ fn scale_vectors_are_optional_but_checked_when_given() {
         "a beta vector was given but no C; pass C (`with_c`) or leave the beta vector out",
     );
     // Scale vectors (f32) are read in 128-bit vectors: m must be a multiple of 4.
-    let ragged = problem(info, 250, n, 64).fused(info.fusion, Some(bias(250)));
+    let ragged = problem(info, 250, n, 64).fused(info.epilogue.fusion, Some(bias(250)));
     let with_alpha = FusionOperands {
         alpha_vector: Some(VectorOperand {
             len: 250,
@@ -319,7 +321,7 @@ fn array_mode_refuses_kernels_with_fused_arguments() {
     let relu = kernel("gemm_f16_tn_relu");
     let p = problem(relu, 128, 128, 64)
         .pointer_arrays(3)
-        .fused(relu.fusion, None);
+        .fused(relu.epilogue.fusion, None);
     assert!(relu.supports(&p).is_ok(), "{:?}", relu.supports(&p));
 }
 
@@ -360,8 +362,8 @@ fn plan_refuses_a_missing_or_mismatched_aux_output() {
     );
     let mut ops = fused_operands(info, (m, n, k));
     ops.fusion.aux = Some(operand(
-        MatrixShape::packed(m, n - 8, info.layout_c),
-        info.layout_c,
+        MatrixShape::packed(m, n - 8, info.gemm().c.layout),
+        info.gemm().c.layout,
         ADDR_AUX,
     ));
     assert_contains(
@@ -404,7 +406,9 @@ fn every_fused_kernel_prepares_with_its_operands_and_refuses_foreign_ones() {
         assert!(prepared.launch.shared_mem_bytes <= H100.max_shared_memory_per_block_optin);
         // The host code itself refuses an operand the kernel has no place for (the runtime's
         // checks refuse it first; this guards the ABI).
-        if info.fusion.aux_output == AuxOutput::None && info.fusion.aux_input == AuxInput::None {
+        if info.epilogue.fusion.aux_output == AuxOutput::None
+            && info.epilogue.fusion.aux_input == AuxInput::None
+        {
             let mut foreign = args;
             foreign.aux = ADDR_AUX as *mut c_void;
             foreign.ldaux = 256;
@@ -416,7 +420,7 @@ fn every_fused_kernel_prepares_with_its_operands_and_refuses_foreign_ones() {
         }
         // CUTLASS's residual operation always takes per-column scale vectors (the runtime lets
         // them through only where the manifest says `scale: per_col`).
-        if info.fusion.scale == Broadcast::None && info.fusion.residual == Residual::None {
+        if info.epilogue.fusion.scale == Broadcast::None && info.epilogue.fusion.residual == Residual::None {
             let mut foreign = args;
             foreign.alpha_vector = ADDR_ALPHA as *const c_void;
             assert!(
@@ -433,12 +437,12 @@ fn every_fused_kernel_prepares_with_its_operands_and_refuses_foreign_ones() {
 #[test]
 fn backward_kernels_take_an_aux_input_and_write_row_sums() {
     let info = kernel("f16_sm90_dgelu_taylor_row_sum");
-    assert_eq!(info.fusion.aux_input, AuxInput::PreActivation);
-    assert_eq!(info.fusion.reduction, Reduction::RowSum);
+    assert_eq!(info.epilogue.fusion.aux_input, AuxInput::PreActivation);
+    assert_eq!(info.epilogue.fusion.reduction, Reduction::RowSum);
     assert!(info.name.ends_with("_dgelu_taylor_row_sum"), "{}", info.name);
     let (m, n, k) = (256, 384, 128);
     // Missing aux input and row-sum buffer.
-    let p = problem(info, m, n, k).fused(info.fusion, Some(FusionOperands::default()));
+    let p = problem(info, m, n, k).fused(info.epilogue.fusion, Some(FusionOperands::default()));
     let why = reasons(info, &p);
     assert_contains(
         &why,
@@ -458,7 +462,12 @@ fn backward_kernels_take_an_aux_input_and_write_row_sums() {
         "the reduction output has 255 elements but this kernel writes m = 256 row sums",
     );
     assert_contains(
-        &reasons(info, &problem(info, m, n, k).batched(2).fused(info.fusion, None)),
+        &reasons(
+            info,
+            &problem(info, m, n, k)
+                .batched(2)
+                .fused(info.epilogue.fusion, None),
+        ),
         "a kernel with a reduction (row_sum) reduces one GEMM, not a batch of 2",
     );
     // The row sums are reduced across the CTAs of a row in a workspace, which the launch provides.

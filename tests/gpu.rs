@@ -154,11 +154,15 @@ const SPLIT_K_CASES: &[Case] = &[
 /// What every extent of a test problem is rounded up to: the largest alignment, and 32 for
 /// kernels with interleaved layouts (whose groups of 32 must be whole).
 fn extent_multiple(info: &KernelInfo) -> usize {
-    let align = [info.alignment_a, info.alignment_b, info.alignment_c]
-        .into_iter()
-        .max()
-        .unwrap() as usize;
-    let interleaved = [info.layout_a, info.layout_b, info.layout_c]
+    let align = [
+        info.gemm().a.alignment,
+        info.gemm().b.alignment,
+        info.gemm().c.alignment,
+    ]
+    .into_iter()
+    .max()
+    .unwrap() as usize;
+    let interleaved = [info.gemm().a.layout, info.gemm().b.layout, info.gemm().c.layout]
         .iter()
         .any(|l| l.interleave().is_some());
     if interleaved {
@@ -253,35 +257,51 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
     );
     let seed = (info.name.len() * 7919 + case.name.len()) as u64;
     let a = host_matrix(
-        (info.element_a, info.layout_a, info.alignment_a),
+        (
+            info.gemm().a.element,
+            info.gemm().a.layout,
+            info.gemm().a.alignment,
+        ),
         (m, k, case.batch),
         case.pad,
         Some(seed),
     );
     let b_batch = if case.broadcast_b { 1 } else { case.batch };
     let b = host_matrix(
-        (info.element_b, info.layout_b, info.alignment_b),
+        (
+            info.gemm().b.element,
+            info.gemm().b.layout,
+            info.gemm().b.alignment,
+        ),
         (k, n, b_batch),
         case.pad,
         Some(seed + 1),
     );
     let c = case.with_c.then(|| {
         host_matrix(
-            (info.element_c, info.layout_c, info.alignment_c),
+            (
+                info.gemm().c.element,
+                info.gemm().c.layout,
+                info.gemm().c.alignment,
+            ),
             (m, n, case.batch),
             case.pad,
             Some(seed + 2),
         )
     });
     let d = host_matrix(
-        (info.element_c, info.layout_c, info.alignment_c),
+        (
+            info.gemm().c.element,
+            info.gemm().c.layout,
+            info.gemm().c.alignment,
+        ),
         (m, n, case.batch),
         case.pad,
         None,
     );
 
     // Integer epilogues take integer scalars (fractions are refused): scale the case's.
-    let (alpha, beta) = if info.element_epilogue.is_integer() {
+    let (alpha, beta) = if info.epilogue.compute.is_integer() {
         ((case.alpha * 2.0).round(), (case.beta * 2.0).round())
     } else if clamps_floats(info) {
         // Push most results past the output type's range, so that the clamp is what is tested.
@@ -292,15 +312,19 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
     // A fused epilogue's operands: random bias and scale vectors, a poisoned aux output, a random
     // aux input (backward kernels).
     let mut fused = host_fusion(info, (m, n), case.with_c, seed + 3);
-    if info.fusion.aux_input != AuxInput::None {
+    if info.epilogue.fusion.aux_input != AuxInput::None {
         fused.aux_input = Some(host_matrix(
-            (info.element_c, info.layout_c, info.alignment_c),
+            (
+                info.gemm().c.element,
+                info.gemm().c.layout,
+                info.gemm().c.alignment,
+            ),
             (m, n, case.batch),
             case.pad,
             Some(seed + 7),
         ));
     }
-    let aux = (info.fusion.aux_output != AuxOutput::None).then(|| d.clone());
+    let aux = (info.epilogue.fusion.aux_output != AuxOutput::None).then(|| d.clone());
     let mut expected = d.clone();
     let mut expected_aux = aux.clone();
     let expected_row_sums = verify::reference_fused(
@@ -315,25 +339,25 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
     );
     let vectors = DeviceVectors::upload(&stream, info, &fused)?;
     let daux = aux
-        .map(|aux| DeviceMatrix::upload(&stream, aux, info.element_c))
+        .map(|aux| DeviceMatrix::upload(&stream, aux, info.gemm().c.element))
         .transpose()?;
     let daux_input = fused
         .aux_input
         .clone()
-        .map(|aux| DeviceMatrix::upload(&stream, aux, info.element_c))
+        .map(|aux| DeviceMatrix::upload(&stream, aux, info.gemm().c.element))
         .transpose()?;
-    let row_sums = (info.fusion.reduction != Reduction::None)
-        .then(|| stream.clone_htod(&verify::encode(info.element_epilogue, &vec![f64::NAN; m])))
+    let row_sums = (info.epilogue.fusion.reduction != Reduction::None)
+        .then(|| stream.clone_htod(&verify::encode(info.epilogue.compute, &vec![f64::NAN; m])))
         .transpose()
         .map_err(|e| format!("upload: {e}"))?;
 
-    let da = DeviceMatrix::upload(&stream, a, info.element_a)?;
-    let db = DeviceMatrix::upload(&stream, b, info.element_b)?;
+    let da = DeviceMatrix::upload(&stream, a, info.gemm().a.element)?;
+    let db = DeviceMatrix::upload(&stream, b, info.gemm().b.element)?;
     let dc = c
-        .map(|c| DeviceMatrix::upload(&stream, c, info.element_c))
+        .map(|c| DeviceMatrix::upload(&stream, c, info.gemm().c.element))
         .transpose()?;
     let poisoned = d.clone();
-    let mut dd = DeviceMatrix::upload(&stream, d, info.element_c)?;
+    let mut dd = DeviceMatrix::upload(&stream, d, info.gemm().c.element)?;
     // A kernel with a workspace (semaphores, partial sums, stream-K) runs twice on the same
     // workspace, D poisoned again in between: the second launch must be right too.
     let rounds = if info.may_need_workspace(case.split_k) {
@@ -343,7 +367,7 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
     };
     for round in 0..rounds {
         if round > 0 {
-            dd = DeviceMatrix::upload(&stream, poisoned.clone(), info.element_c)?;
+            dd = DeviceMatrix::upload(&stream, poisoned.clone(), info.gemm().c.element)?;
         }
         let operands = GemmOperands {
             a: da.operand(&stream),
@@ -373,7 +397,7 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
             let bytes = stream
                 .clone_dtoh(&m.buffer)
                 .map_err(|e| format!("download: {e}"))?;
-            Ok(verify::decode(info.element_c, &bytes))
+            Ok(verify::decode(info.gemm().c.element, &bytes))
         };
         check_output(info, case, &expected, &download(&dd)?, (m, n, k))
             .map_err(|e| format!("launch {}: {e}", round + 1))?;
@@ -385,7 +409,7 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
             let bytes = stream
                 .clone_dtoh(row_sums)
                 .map_err(|e| format!("download: {e}"))?;
-            let got = verify::decode(info.element_epilogue, &bytes);
+            let got = verify::decode(info.epilogue.compute, &bytes);
             // Sums of n outputs computed in f32 (before D is rounded to its type).
             let error = verify::relative_error(&got, &expected_row_sums);
             if error.is_nan() || error > 1e-2 {
@@ -402,27 +426,27 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
 
 /// Whether `info` clamps a floating-point output to its type's range.
 fn clamps_floats(info: &KernelInfo) -> bool {
-    info.epilogue != Epilogue::LinearCombination && !info.element_c.is_integer()
+    info.epilogue.kind != Epilogue::LinearCombination && !info.gemm().c.element.is_integer()
 }
 
 /// Random operands of `info`'s fused epilogue for an m×n D: a bias of C's type, alpha and beta
 /// vectors of the compute type (alpha in [1, 1.5), beta of both signs; beta only with a C),
 /// leaky_relu's slope.
 fn host_fusion(info: &KernelInfo, (m, n): (usize, usize), with_c: bool, seed: u64) -> HostFusion {
-    let f = &info.fusion;
+    let f = &info.epilogue.fusion;
     let vector = |broadcast: Broadcast, dtype: DType, seed: u64| {
         broadcast
             .length(m, n)
             .map(|len| verify::random_values(dtype, len, seed))
     };
     let positive = |v: Option<Vec<f64>>| v.map(|v| v.iter().map(|x| 1.0 + x.abs() / 2.0).collect::<Vec<_>>());
-    let alpha_vector = positive(vector(f.scale, info.element_epilogue, seed + 1));
-    let beta_vector = vector(f.scale, info.element_epilogue, seed + 2).filter(|_| with_c);
+    let alpha_vector = positive(vector(f.scale, info.epilogue.compute, seed + 1));
+    let beta_vector = vector(f.scale, info.epilogue.compute, seed + 2).filter(|_| with_c);
     HostFusion {
-        bias: vector(f.bias, info.element_c, seed),
+        bias: vector(f.bias, info.gemm().c.element, seed),
         alpha_vector: alpha_vector.map(|v| {
             v.iter()
-                .map(|&x| verify::round_to(info.element_epilogue, x))
+                .map(|&x| verify::round_to(info.epilogue.compute, x))
                 .collect()
         }),
         beta_vector,
@@ -453,9 +477,9 @@ impl DeviceVectors {
                 .map_err(|e| format!("upload: {e}").into())
         };
         Ok(DeviceVectors {
-            bias: upload(&fused.bias, info.element_c)?,
-            alpha: upload(&fused.alpha_vector, info.element_epilogue)?,
-            beta: upload(&fused.beta_vector, info.element_epilogue)?,
+            bias: upload(&fused.bias, info.gemm().c.element)?,
+            alpha: upload(&fused.alpha_vector, info.epilogue.compute)?,
+            beta: upload(&fused.beta_vector, info.epilogue.compute)?,
             bias_len: fused.bias.as_ref().map_or(0, Vec::len),
             scale_len: fused.alpha_vector.as_ref().map_or(0, Vec::len),
         })
@@ -494,14 +518,14 @@ fn check_output(
     for batch in 0..case.batch {
         for row in 0..m {
             for col in 0..n {
-                let at = verify::offset(&shape, info.layout_c, batch, row, col);
+                let at = verify::offset(&shape, info.gemm().c.layout, batch, row, col);
                 inside[at] = true;
                 got.push(out[at]);
-                want.push(verify::round_to(info.element_c, expected.data[at]));
+                want.push(verify::round_to(info.gemm().c.element, expected.data[at]));
             }
         }
     }
-    if let Some(at) = (0..out.len()).find(|&i| !inside[i] && !is_poison(info.element_c, out[i])) {
+    if let Some(at) = (0..out.len()).find(|&i| !inside[i] && !is_poison(info.gemm().c.element, out[i])) {
         return Err(format!(
             "element {at} outside D's matrices was overwritten ({})",
             out[at]
@@ -688,7 +712,7 @@ fn dispatch_bf16(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     let stream = ctx.new_stream().map_err(|e| e.to_string())?;
     let kernel = dispatch_bf16_tn(&stream, (1000, 512, 256), 21)?;
     let cc = device::props(ctx)?.compute_capability;
-    if cc == 90 && kernel.api != cutlass_aot::model::Api::Cutlass3x {
+    if cc == 90 && kernel.api() != cutlass_aot::model::Api::Cutlass3x {
         return Err(format!(
             "on compute capability 9.0 dispatch chose the 2.x kernel {}",
             kernel.name
@@ -721,25 +745,25 @@ fn transposed_small_m(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Resu
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
     let (m, n, k) = (16, 520, 1024);
     let a = host_matrix(
-        (info.element_b, Layout::Row, info.alignment_b),
+        (info.gemm().b.element, Layout::Row, info.gemm().b.alignment),
         (m, k, 1),
         0,
         Some(31),
     );
     let b = host_matrix(
-        (info.element_a, Layout::Column, info.alignment_a),
+        (info.gemm().a.element, Layout::Column, info.gemm().a.alignment),
         (k, n, 1),
         0,
         Some(32),
     );
     let c = host_matrix(
-        (info.element_c, Layout::Row, info.alignment_c),
+        (info.gemm().c.element, Layout::Row, info.gemm().c.alignment),
         (m, n, 1),
         0,
         Some(33),
     );
     let d = host_matrix(
-        (info.element_c, Layout::Row, info.alignment_c),
+        (info.gemm().c.element, Layout::Row, info.gemm().c.alignment),
         (m, n, 1),
         0,
         None,
@@ -747,10 +771,10 @@ fn transposed_small_m(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Resu
     let (alpha, beta) = (1.5, -0.5);
     let mut expected = d.clone();
     verify::reference_gemm(&a, &b, Some(&c), &mut expected, alpha, beta);
-    let da = DeviceMatrix::upload(&stream, a, info.element_b)?;
-    let db = DeviceMatrix::upload(&stream, b, info.element_a)?;
-    let dc = DeviceMatrix::upload(&stream, c, info.element_c)?;
-    let dd = DeviceMatrix::upload(&stream, d, info.element_c)?;
+    let da = DeviceMatrix::upload(&stream, a, info.gemm().b.element)?;
+    let db = DeviceMatrix::upload(&stream, b, info.gemm().a.element)?;
+    let dc = DeviceMatrix::upload(&stream, c, info.gemm().c.element)?;
+    let dd = DeviceMatrix::upload(&stream, d, info.gemm().c.element)?;
     let operands = GemmOperands {
         a: da.operand(&stream),
         b: db.operand(&stream),
@@ -767,7 +791,7 @@ fn transposed_small_m(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Resu
         .map_err(|e| format!("launch: {e}"))?;
     stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
     let out = verify::decode(
-        info.element_c,
+        info.gemm().c.element,
         &stream
             .clone_dtoh(&dd.buffer)
             .map_err(|e| format!("download: {e}"))?,
@@ -775,7 +799,7 @@ fn transposed_small_m(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Resu
     let want: Vec<f64> = expected
         .data
         .iter()
-        .map(|&v| verify::round_to(info.element_c, v))
+        .map(|&v| verify::round_to(info.gemm().c.element, v))
         .collect();
     let error = verify::relative_error(&out, &want);
     let tolerance = verify::tolerance(info);
@@ -834,7 +858,7 @@ fn array_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), F
     let align = extent_multiple(info);
     let (m, n, k) = (round_up(133, align), round_up(77, align), round_up(300, align));
     let count = 3;
-    let (alpha, beta) = if info.element_epilogue.is_integer() {
+    let (alpha, beta) = if info.epilogue.compute.is_integer() {
         (2.0, -1.0)
     } else {
         (1.5, -0.75)
@@ -856,25 +880,41 @@ fn array_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), F
     let (mut a, mut b, mut c, mut d, mut expected) = (vec![], vec![], vec![], vec![], vec![]);
     for i in 0..count as u64 {
         let ha = host_matrix(
-            (info.element_a, info.layout_a, info.alignment_a),
+            (
+                info.gemm().a.element,
+                info.gemm().a.layout,
+                info.gemm().a.alignment,
+            ),
             (m, k, 1),
             1,
             Some(seed + 3 * i),
         );
         let hb = host_matrix(
-            (info.element_b, info.layout_b, info.alignment_b),
+            (
+                info.gemm().b.element,
+                info.gemm().b.layout,
+                info.gemm().b.alignment,
+            ),
             (k, n, 1),
             1,
             Some(seed + 3 * i + 1),
         );
         let hc = host_matrix(
-            (info.element_c, info.layout_c, info.alignment_c),
+            (
+                info.gemm().c.element,
+                info.gemm().c.layout,
+                info.gemm().c.alignment,
+            ),
             (m, n, 1),
             1,
             Some(seed + 3 * i + 2),
         );
         let hd = host_matrix(
-            (info.element_c, info.layout_c, info.alignment_c),
+            (
+                info.gemm().c.element,
+                info.gemm().c.layout,
+                info.gemm().c.alignment,
+            ),
             (m, n, 1),
             1,
             None,
@@ -892,10 +932,10 @@ fn array_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), F
             &HostFusion::default(),
         );
         expected.push(want);
-        a.push(DeviceMatrix::upload(&stream, ha, info.element_a)?);
-        b.push(DeviceMatrix::upload(&stream, hb, info.element_b)?);
-        c.push(DeviceMatrix::upload(&stream, hc, info.element_c)?);
-        d.push(DeviceMatrix::upload(&stream, hd, info.element_c)?);
+        a.push(DeviceMatrix::upload(&stream, ha, info.gemm().a.element)?);
+        b.push(DeviceMatrix::upload(&stream, hb, info.gemm().b.element)?);
+        c.push(DeviceMatrix::upload(&stream, hc, info.gemm().c.element)?);
+        d.push(DeviceMatrix::upload(&stream, hd, info.gemm().c.element)?);
     }
     let addresses =
         |ms: &[DeviceMatrix]| -> Vec<u64> { ms.iter().map(|m| m.operand(&stream).address).collect() };
@@ -935,7 +975,7 @@ fn array_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), F
     stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
     for (i, (dm, want)) in d.iter().zip(&expected).enumerate() {
         let out = verify::decode(
-            info.element_c,
+            info.gemm().c.element,
             &stream
                 .clone_dtoh(&dm.buffer)
                 .map_err(|e| format!("download: {e}"))?,
@@ -1115,15 +1155,15 @@ fn main() {
     for info in REGISTRY.all() {
         for &case in CASES {
             // Parallel split-K kernels reduce one GEMM; their refusal of batches is tested below.
-            if info.split_k == SplitK::Parallel && case.batch > 1 {
+            if info.design.split_k() == SplitK::Parallel && case.batch > 1 {
                 continue;
             }
             // The fast clamp is exact for short K only; its refusal of longer K is in fusion.rs.
-            if info.epilogue.max_k().is_some_and(|max| case.k > max) {
+            if info.epilogue.kind.max_k().is_some_and(|max| case.k > max) {
                 continue;
             }
             // Row sums reduce one GEMM; their refusal of batches is in fusion.rs.
-            if info.fusion.reduction != Reduction::None && case.batch > 1 {
+            if info.epilogue.fusion.reduction != Reduction::None && case.batch > 1 {
                 continue;
             }
             add(
@@ -1132,8 +1172,8 @@ fn main() {
             );
         }
         // Serial split-K into s8 is refused (it would clamp running sums): see modes.rs.
-        let splits =
-            info.split_k != SplitK::None && !(info.split_k == SplitK::Serial && info.element_c == DType::S8);
+        let splits = info.design.split_k() != SplitK::None
+            && !(info.design.split_k() == SplitK::Serial && info.gemm().c.element == DType::S8);
         for &case in SPLIT_K_CASES.iter().filter(|_| splits) {
             add(
                 format!("{}::{}", info.rust_name, case.name),
@@ -1141,10 +1181,10 @@ fn main() {
             );
         }
         // Array mode takes no fused operands; the fast clamp's K limit is below the case's K.
-        let array = info.api == Api::Cutlass2x
-            && info.split_k != SplitK::Parallel
-            && !info.fusion.has_operands()
-            && info.epilogue.max_k().is_none();
+        let array = info.api() == Api::Cutlass2x
+            && info.design.split_k() != SplitK::Parallel
+            && !info.epilogue.fusion.has_operands()
+            && info.epilogue.kind.max_k().is_none();
         if array {
             add(
                 format!("{}::array_ragged_beta", info.rust_name),
@@ -1172,7 +1212,9 @@ fn main() {
     );
     // Kernels with a column-major C also serve row-major problems transposed (D^T = B^T A^T).
     for info in REGISTRY.all() {
-        if info.layout_c == Layout::Column && info.layout_a == Layout::Row && info.layout_b == Layout::Column
+        if info.gemm().c.layout == Layout::Column
+            && info.gemm().a.layout == Layout::Row
+            && info.gemm().b.layout == Layout::Column
         {
             add(
                 format!("{}::transposed_small_m", info.rust_name),

@@ -42,7 +42,7 @@ fn args_with_workspace(
 fn mode_kernels_carry_their_math_split_k_swizzle_and_epilogue() {
     let k = kernel("gemm_f32_3xtf32_tn");
     assert_eq!(
-        (k.math, k.element_a, k.api),
+        (k.gemm().math, k.gemm().a.element, k.api()),
         (MathOp::MultiplyAddFastF32, DType::F32, Api::Cutlass2x)
     );
     // CUTLASS's own name for a 3xTF32 kernel has no intermediate type (f32 accuracy is kept).
@@ -52,7 +52,7 @@ fn mode_kernels_carry_their_math_split_k_swizzle_and_epilogue() {
         k.name
     );
     assert_eq!(
-        kernel("gemm_f32_multiply_add_fast_f16_tn").math,
+        kernel("gemm_f32_multiply_add_fast_f16_tn").gemm().math,
         MathOp::MultiplyAddFastF16
     );
     assert!(kernel("gemm_f32_multiply_add_fast_bf16_tn")
@@ -61,57 +61,60 @@ fn mode_kernels_carry_their_math_split_k_swizzle_and_epilogue() {
     assert!(kernel("gemm_tf32_tn").name.contains("s1688tf32gemm"));
     let nnn = kernel("gemm_f32_3xtf32_nnn");
     assert_eq!(
-        (nnn.layout_a, nnn.layout_b, nnn.layout_c),
+        (nnn.gemm().a.layout, nnn.gemm().b.layout, nnn.gemm().c.layout),
         (Layout::Column, Layout::Column, Layout::Column)
     );
 
     let s8 = kernel("gemm_s8_tn_s8");
     assert_eq!(
         (
-            s8.element_a,
-            s8.element_c,
-            s8.element_accumulator,
-            s8.element_epilogue
+            s8.gemm().a.element,
+            s8.gemm().c.element,
+            s8.gemm().accumulator,
+            s8.epilogue.compute
         ),
         (DType::S8, DType::S8, DType::S32, DType::F32)
     );
     assert_eq!(
-        (s8.math, s8.epilogue),
+        (s8.gemm().math, s8.epilogue.kind),
         (MathOp::MultiplyAddSaturate, Epilogue::LinearCombinationClamp)
     );
-    assert_eq!((s8.alignment_a, s8.alignment_b), (16, 16));
+    assert_eq!((s8.gemm().a.alignment, s8.gemm().b.alignment), (16, 16));
     let s32 = kernel("gemm_s8_tn_s32");
     assert_eq!(
-        (s32.element_c, s32.element_epilogue, s32.epilogue),
+        (s32.gemm().c.element, s32.epilogue.compute, s32.epilogue.kind),
         (DType::S32, DType::S32, Epilogue::LinearCombination)
     );
-    assert_eq!(kernel("gemm_s8_tn_f32").element_epilogue, DType::F32);
+    assert_eq!(kernel("gemm_s8_tn_f32").epilogue.compute, DType::F32);
 
     assert_eq!(
-        kernel("gemm_f16_tn_128x128_splitk_serial").split_k,
+        kernel("gemm_f16_tn_128x128_splitk_serial").design.split_k(),
         SplitK::Serial
     );
     let parallel = kernel("gemm_f16_tn_128x128_splitk_parallel");
-    assert_eq!(parallel.split_k, SplitK::Parallel);
+    assert_eq!(parallel.design.split_k(), SplitK::Parallel);
     assert!(parallel.name.ends_with("_splitk_parallel"));
     assert!(
-        parallel.reduction.is_some(),
+        parallel.split_k_reduction().is_some(),
         "a parallel kernel carries its reduction kernel"
     );
-    assert_eq!(kernel("gemm_f16_tn_horizontal").swizzle, Swizzle::Horizontal);
+    assert_eq!(
+        kernel("gemm_f16_tn_horizontal").design.as_2x().unwrap().swizzle,
+        Swizzle::Horizontal
+    );
 
     // Every 2.x kernel splits serially unless it says otherwise; 3.x ones only with stream-K.
     for k in kernels::REGISTRY.all() {
-        let expected = match (k.api, k.tile_scheduler) {
+        let expected = match (k.api(), k.design.as_3x().map(|d| d.tile_scheduler)) {
             (Api::Cutlass2x, _) if k.rust_name.ends_with("_parallel") => SplitK::Parallel,
             (Api::Cutlass2x, _) => SplitK::Serial,
-            (Api::Cutlass3x, cutlass_aot::model::TileScheduler::StreamK) => SplitK::StreamK,
+            (Api::Cutlass3x, Some(cutlass_aot::model::TileScheduler::StreamK)) => SplitK::StreamK,
             (Api::Cutlass3x, _) => SplitK::None,
         };
-        assert_eq!(k.split_k, expected, "{}", k.rust_name);
+        assert_eq!(k.design.split_k(), expected, "{}", k.rust_name);
         assert_eq!(
-            k.reduction.is_some(),
-            k.split_k == SplitK::Parallel,
+            k.split_k_reduction().is_some(),
+            k.design.split_k() == SplitK::Parallel,
             "{}",
             k.rust_name
         );
@@ -122,14 +125,14 @@ fn mode_kernels_carry_their_math_split_k_swizzle_and_epilogue() {
 fn interleaved_int8_kernel_takes_groups_of_32() {
     let k = kernel("gemm_s8_n32t32n32_s8");
     assert_eq!(
-        (k.layout_a, k.layout_b, k.layout_c),
+        (k.gemm().a.layout, k.gemm().b.layout, k.gemm().c.layout),
         (
             Layout::ColumnInterleaved32,
             Layout::RowInterleaved32,
             Layout::ColumnInterleaved32
         )
     );
-    assert_eq!((k.alignment_a, k.alignment_c), (16, 8));
+    assert_eq!((k.gemm().a.alignment, k.gemm().c.alignment), (16, 8));
     assert!(k.name.contains("_n32t32_"), "{}", k.name);
     // Packed: a group of 32 columns of A (m×k) is m·32 elements.
     let a = MatrixShape::packed(96, 64, Layout::ColumnInterleaved32);
@@ -153,14 +156,14 @@ fn interleaved_int8_kernel_takes_groups_of_32() {
 fn discovery_filters_on_split_k_and_math() {
     let p = problem(kernel("gemm_f32_3xtf32_tn"), 4096, 4096, 4096).on_compute_capability(90);
     let fast: Vec<_> = kernels::REGISTRY
-        .get_kernels(&p, |k| k.math == MathOp::MultiplyAddFastF32)
+        .get_kernels(&p, |k| k.gemm().math == MathOp::MultiplyAddFastF32)
         .map(|k| k.rust_name)
         .collect();
     assert_eq!(fast, ["gemm_f32_3xtf32_tn"]);
     let f16 = kernel("gemm_f16_tn");
     let parallel: Vec<_> = kernels::REGISTRY
         .get_kernels(&problem(f16, 1024, 1024, 32768).split_k(8), |k| {
-            k.split_k == SplitK::Parallel
+            k.design.split_k() == SplitK::Parallel
         })
         .map(|k| k.rust_name)
         .collect();
@@ -326,7 +329,7 @@ fn parallel_split_k_writes_partials_to_the_workspace_and_reduces_them() {
     assert!(!contains(params, &ADDR_D.to_le_bytes()));
     assert!(!contains(params, &ADDR_C.to_le_bytes()));
 
-    let reduction = k.reduction.unwrap();
+    let reduction = k.split_k_reduction().unwrap();
     let prepare = reduction.prepare.expect("built with nvcc");
     let mut launch = cutlass_aot::abi::cutlass_aot_launch::default();
     let mut buffer = [0u8; 1024];
@@ -429,10 +432,10 @@ fn array_ops<'h>(
 ) -> ArrayOperands<'h> {
     ArrayOperands {
         batch_count: count,
-        a: array_operand(m, k, info.layout_a, PTRS_A, count, addresses),
-        b: array_operand(k, n, info.layout_b, PTRS_B, count, None),
+        a: array_operand(m, k, info.gemm().a.layout, PTRS_A, count, addresses),
+        b: array_operand(k, n, info.gemm().b.layout, PTRS_B, count, None),
         c: None,
-        d: array_operand(m, n, info.layout_c, PTRS_D, count, None),
+        d: array_operand(m, n, info.gemm().c.layout, PTRS_D, count, None),
         alpha: 1.0,
         beta: 0.0,
     }
@@ -585,7 +588,7 @@ fn dispatch_keeps_f32_accuracy_and_skips_parallel_kernels_without_slices() {
     .unwrap();
     assert!(
         !matches!(
-            picked.math,
+            picked.gemm().math,
             MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16
         ),
         "dispatch picked {} for an f32 problem",
@@ -604,5 +607,5 @@ fn dispatch_keeps_f32_accuracy_and_skips_parallel_kernels_without_slices() {
         108,
     )
     .unwrap();
-    assert_ne!(picked.split_k, SplitK::Parallel, "{}", picked.rust_name);
+    assert_ne!(picked.design.split_k(), SplitK::Parallel, "{}", picked.rust_name);
 }

@@ -80,8 +80,12 @@ fn batched(op: Operand, layout: Layout, count: usize) -> Operand {
 fn problem_for(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmProblem {
     GemmProblem::new(
         (m, n, k),
-        (info.element_a, info.element_b, info.element_c),
-        (info.layout_a, info.layout_b, info.layout_c),
+        (
+            info.gemm().a.element,
+            info.gemm().b.element,
+            info.gemm().c.element,
+        ),
+        (info.gemm().a.layout, info.gemm().b.layout, info.gemm().c.layout),
     )
 }
 
@@ -157,12 +161,12 @@ fn batched_grid(tile: Shape3, m: u32, n: u32, batch: u32) -> [u32; 3] {
 
 /// Lower bound of a multistage mainloop's shared memory: stages × (A tile + B tile) in bytes.
 fn mainloop_smem(info: &KernelInfo) -> u32 {
-    let t = info.tile;
-    info.stages * (t.m * t.k + t.k * t.n) * info.element_a.bits() / 8
+    let t = info.tile();
+    info.design.stages() * (t.m * t.k + t.k * t.n) * info.gemm().a.element.bits() / 8
 }
 
 fn threads(info: &KernelInfo) -> u32 {
-    32 * info.warps.m * info.warps.n * info.warps.k
+    info.design.as_2x().expect("a 2.x kernel").threads()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,9 +191,9 @@ fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
         HashSet::from(MANIFEST_ORDER_2X),
         "the first 13 kernels are the arch-80 ones"
     );
-    assert!(kernels_2x().iter().all(|k| k.api == Api::Cutlass2x));
+    assert!(kernels_2x().iter().all(|k| k.api() == Api::Cutlass2x));
     assert!(
-        all[13..first_modes].iter().all(|k| k.api == Api::Cutlass3x),
+        all[13..first_modes].iter().all(|k| k.api() == Api::Cutlass3x),
         "2.x kernels come first"
     );
     let modes: Vec<_> = all[first_modes..end_modes].iter().map(|k| k.rust_name).collect();
@@ -243,16 +247,16 @@ fn registry_filter_by_metadata() {
     // Among the plain 2.x kernels (runtime_3x.rs filters the 3.x ones, fusion.rs the fused ones).
     let names = |pred: &dyn Fn(&KernelInfo) -> bool| -> Vec<&str> {
         kernels::REGISTRY
-            .filter(|k| k.api == Api::Cutlass2x && k.is_plain() && pred(k))
+            .filter(|k| k.api() == Api::Cutlass2x && k.is_plain() && pred(k))
             .map(|k| k.rust_name)
             .collect()
     };
     assert_eq!(
-        names(&|k| k.element_a == DType::Bf16),
+        names(&|k| k.gemm().a.element == DType::Bf16),
         ["gemm_bf16_tt", "gemm_bf16_tn", "gemm_bf16_nt", "gemm_bf16_nn"]
     );
     assert_eq!(
-        names(&|k| k.element_a == DType::F16),
+        names(&|k| k.gemm().a.element == DType::F16),
         [
             "gemm_f16_tt",
             "gemm_f16_tn",
@@ -264,24 +268,33 @@ fn registry_filter_by_metadata() {
             "gemm_f16_tn_horizontal"
         ]
     );
-    assert_eq!(names(&|k| k.element_a == DType::F64), ["gemm_f64_tt"]);
-    assert_eq!(names(&|k| k.opclass == OpClass::Simt), ["gemm_f32_simt_tt"]);
-    assert_eq!(names(&|k| k.swizzle == Swizzle::Batched), ["gemm_f16_tn_batched"]);
+    assert_eq!(names(&|k| k.gemm().a.element == DType::F64), ["gemm_f64_tt"]);
     assert_eq!(
-        names(&|k| k.element_a == DType::F32
-            && k.opclass == OpClass::TensorOp
-            && k.math == MathOp::MultiplyAdd),
+        names(&|k| k.design.opclass() == OpClass::Simt),
+        ["gemm_f32_simt_tt"]
+    );
+    assert_eq!(
+        names(&|k| k.design.as_2x().is_some_and(|d| d.swizzle == Swizzle::Batched)),
+        ["gemm_f16_tn_batched"]
+    );
+    assert_eq!(
+        names(&|k| k.gemm().a.element == DType::F32
+            && k.design.opclass() == OpClass::TensorOp
+            && k.gemm().math == MathOp::MultiplyAdd),
         ["gemm_tf32_tt", "gemm_tf32_tn"]
     );
-    assert_eq!(names(&|k| k.layout_c == Layout::Column), ["gemm_f32_3xtf32_nnn"]);
     assert_eq!(
-        names(&|k| k.layout_c == Layout::ColumnInterleaved32),
+        names(&|k| k.gemm().c.layout == Layout::Column),
+        ["gemm_f32_3xtf32_nnn"]
+    );
+    assert_eq!(
+        names(&|k| k.gemm().c.layout == Layout::ColumnInterleaved32),
         ["gemm_s8_n32t32n32_s8"]
     );
     assert_eq!(names(&|_| true).len(), 13 + MANIFEST_ORDER_MODES.len());
     // Besides it, only the transposed small-M Hopper kernels have a column-major C.
     assert!(kernels::REGISTRY
-        .filter(|k| k.layout_c == Layout::Column && k.api == Api::Cutlass3x)
+        .filter(|k| k.gemm().c.layout == Layout::Column && k.api() == Api::Cutlass3x)
         .all(|k| k.rust_name.ends_with("_streamk_tnn")));
 }
 
@@ -314,12 +327,15 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
     // them.
     let hopper = problem.clone().on_compute_capability(90);
     let found_3x: Vec<_> = kernels::REGISTRY
-        .get_kernels(&hopper, |k| k.api == Api::Cutlass3x)
+        .get_kernels(&hopper, |k| k.api() == Api::Cutlass3x)
         .map(|k| k.rust_name)
         .collect();
     let f16_3x: Vec<_> = kernels::REGISTRY
         .filter(|k| {
-            k.api == Api::Cutlass3x && k.is_plain() && k.element_a == DType::F16 && k.layout_c == Layout::Row
+            k.api() == Api::Cutlass3x
+                && k.is_plain()
+                && k.gemm().a.element == DType::F16
+                && k.gemm().c.layout == Layout::Row
         })
         .map(|k| k.rust_name)
         .collect();
@@ -331,14 +347,16 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
     );
     assert_eq!(
         kernels::REGISTRY
-            .get_kernels(&hopper, |k| k.api == Api::Cutlass2x)
+            .get_kernels(&hopper, |k| k.api() == Api::Cutlass2x)
             .count(),
         found.len()
     );
 
     // The metadata predicate narrows the set.
     let identity: Vec<_> = kernels::REGISTRY
-        .get_kernels(&problem, |k| k.swizzle == Swizzle::Identity8)
+        .get_kernels(&problem, |k| {
+            k.design.as_2x().is_some_and(|d| d.swizzle == Swizzle::Identity8)
+        })
         .map(|k| k.rust_name)
         .collect();
     assert_eq!(
@@ -350,7 +368,7 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
         ]
     );
     let big_tiles: Vec<_> = kernels::REGISTRY
-        .get_kernels(&problem, |k| k.tile.n >= 256)
+        .get_kernels(&problem, |k| k.tile().n >= 256)
         .map(|k| k.rust_name)
         .collect();
     assert_eq!(big_tiles, ["gemm_f16_tn", "gemm_f16_tn_horizontal"]);
@@ -420,8 +438,13 @@ fn every_kernel_has_device_code_and_manifest_metadata() {
         assert!(k.has_device_code(), "{} has no device code", k.rust_name);
         assert_eq!(k.min_compute_capability, 80, "{}", k.rust_name);
         assert_eq!(k.origin.split(':').next(), Some("kernel_manifest.yaml"));
-        assert_eq!(k.element_a, k.element_b);
-        assert_eq!(k.element_a, k.element_c, "{}: C defaults to A", k.rust_name);
+        assert_eq!(k.gemm().a.element, k.gemm().b.element);
+        assert_eq!(
+            k.gemm().a.element,
+            k.gemm().c.element,
+            "{}: C defaults to A",
+            k.rust_name
+        );
         assert_eq!(
             k.entry.to_str().unwrap(),
             k.name,
@@ -429,43 +452,51 @@ fn every_kernel_has_device_code_and_manifest_metadata() {
         );
     }
     let f16 = kernel("gemm_f16_tn");
-    assert_eq!(f16.tile, Shape3::new(128, 256, 64));
-    assert_eq!(f16.warps, Shape3::new(2, 4, 1));
-    assert_eq!(f16.instruction, Shape3::new(16, 8, 16));
-    assert_eq!(f16.stages, 3);
-    assert_eq!(f16.element_accumulator, DType::F32);
-    assert_eq!((f16.alignment_a, f16.alignment_b, f16.alignment_c), (8, 8, 8));
+    assert_eq!(f16.tile(), Shape3::new(128, 256, 64));
+    assert_eq!(f16.design.as_2x().unwrap().warps, Shape3::new(2, 4, 1));
+    assert_eq!(f16.design.as_2x().unwrap().instruction, Shape3::new(16, 8, 16));
+    assert_eq!(f16.design.stages(), 3);
+    assert_eq!(f16.gemm().accumulator, DType::F32);
     assert_eq!(
-        (f16.layout_a, f16.layout_b, f16.layout_c),
+        (
+            f16.gemm().a.alignment,
+            f16.gemm().b.alignment,
+            f16.gemm().c.alignment
+        ),
+        (8, 8, 8)
+    );
+    assert_eq!(
+        (f16.gemm().a.layout, f16.gemm().b.layout, f16.gemm().c.layout),
         (Layout::Row, Layout::Column, Layout::Row)
     );
-    assert_eq!(f16.swizzle, Swizzle::Identity8);
+    assert_eq!(f16.design.as_2x().unwrap().swizzle, Swizzle::Identity8);
     assert_eq!(f16.origin, "kernel_manifest.yaml:12");
 
     let batched = kernel("gemm_f16_tn_batched");
-    assert_eq!(batched.tile, Shape3::new(64, 64, 32));
-    assert_eq!(batched.warps, Shape3::new(2, 2, 1));
-    assert_eq!(batched.stages, 4);
-    assert_eq!(batched.swizzle, Swizzle::Batched);
+    assert_eq!(batched.tile(), Shape3::new(64, 64, 32));
+    assert_eq!(batched.design.as_2x().unwrap().warps, Shape3::new(2, 2, 1));
+    assert_eq!(batched.design.stages(), 4);
+    assert_eq!(batched.design.as_2x().unwrap().swizzle, Swizzle::Batched);
 
     let tf32 = kernel("gemm_tf32_tn");
-    assert_eq!(tf32.tile, Shape3::new(128, 128, 32));
-    assert_eq!(tf32.alignment_a, 4, "128 bits of f32");
-    assert_eq!(tf32.element_accumulator, DType::F32);
+    assert_eq!(tf32.tile(), Shape3::new(128, 128, 32));
+    assert_eq!(tf32.gemm().a.alignment, 4, "128 bits of f32");
+    assert_eq!(tf32.gemm().accumulator, DType::F32);
 
     let f64k = kernel("gemm_f64_tt");
-    assert_eq!(f64k.tile, Shape3::new(64, 64, 16));
+    assert_eq!(f64k.tile(), Shape3::new(64, 64, 16));
     assert_eq!(
-        f64k.alignment_a, 1,
+        f64k.gemm().a.alignment,
+        1,
         "DMMA crosswise layouts take 1-element accesses"
     );
-    assert_eq!(f64k.element_epilogue, DType::F64);
+    assert_eq!(f64k.epilogue.compute, DType::F64);
 
     let simt = kernel("gemm_f32_simt_tt");
-    assert_eq!(simt.opclass, OpClass::Simt);
-    assert_eq!(simt.tile, Shape3::new(128, 128, 8));
-    assert_eq!(simt.warps, Shape3::new(4, 2, 1));
-    assert_eq!(simt.alignment_a, 1);
+    assert_eq!(simt.design.opclass(), OpClass::Simt);
+    assert_eq!(simt.tile(), Shape3::new(128, 128, 8));
+    assert_eq!(simt.design.as_2x().unwrap().warps, Shape3::new(4, 2, 1));
+    assert_eq!(simt.gemm().a.alignment, 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -699,7 +730,7 @@ fn prepare_f16_tn_1000x1000x512() {
     assert_eq!(threads(info), 256);
     // tm = ceil(1000/128) = 8, tn = ceil(1000/256) = 4 → log_tile 2 → grid (8·4, ceil(4/4), 1).
     assert_eq!(launch.grid, [32, 1, 1]);
-    assert_eq!(launch.grid, identity8_grid(info.tile, 1000, 1000, 1));
+    assert_eq!(launch.grid, identity8_grid(info.tile(), 1000, 1000, 1));
     assert_eq!(launch.cluster, [1, 1, 1]);
     // 3 stages × (128×64 + 64×256) halves.
     assert_eq!(mainloop_smem(info), 147_456);
@@ -739,7 +770,7 @@ fn prepare_puts_c_alpha_and_beta_into_the_params() {
         assert!(contains_bytes(params, &addr.to_le_bytes()), "{addr:#x}");
     }
     // The epilogue computes in f32: alpha and beta are stored as f32.
-    assert_eq!(info.element_epilogue, DType::F32);
+    assert_eq!(info.epilogue.compute, DType::F32);
     assert!(contains_bytes(params, &1.5f32.to_le_bytes()));
     assert!(contains_bytes(params, &(-0.25f32).to_le_bytes()));
     // Same problem, same Params size.
@@ -766,7 +797,7 @@ fn prepare_grid_follows_the_identity8_swizzle() {
     for ((m, n), grid) in cases {
         let launch = prepare_ok(info, &operands(info, m, n, 64)).launch;
         assert_eq!(launch.grid, grid, "m={m} n={n}");
-        assert_eq!(launch.grid, identity8_grid(info.tile, m as u32, n as u32, 1));
+        assert_eq!(launch.grid, identity8_grid(info.tile(), m as u32, n as u32, 1));
     }
 }
 
@@ -808,9 +839,9 @@ fn every_kernel_prepares_and_fits_an_h100() {
         let prepared = prepare_ok(info, &operands(info, 256, 256, 256));
         let launch = prepared.launch;
         assert_eq!(launch.block, [threads(info), 1, 1], "{}", info.rust_name);
-        let expected = match info.swizzle {
-            Swizzle::Batched => batched_grid(info.tile, 256, 256, 1),
-            Swizzle::Identity8 => identity8_grid(info.tile, 256, 256, 1),
+        let expected = match info.design.as_2x().unwrap().swizzle {
+            Swizzle::Batched => batched_grid(info.tile(), 256, 256, 1),
+            Swizzle::Identity8 => identity8_grid(info.tile(), 256, 256, 1),
             other => panic!("no grid rule for {other:?}"),
         };
         assert_eq!(launch.grid, expected, "{}", info.rust_name);
@@ -834,9 +865,9 @@ fn prepare_batched_puts_batches_in_grid_z() {
     // unchanged. params_universal_base.h only recomputes k for kGemm / split-K, not kBatched.
     let info = kernel("gemm_f16_tn");
     let mut ops = operands(info, 1000, 1000, 512);
-    ops.a = batched(ops.a, info.layout_a, 3);
-    ops.b = batched(ops.b, info.layout_b, 3);
-    ops.d = batched(ops.d, info.layout_c, 3);
+    ops.a = batched(ops.a, info.gemm().a.layout, 3);
+    ops.b = batched(ops.b, info.gemm().b.layout, 3);
+    ops.d = batched(ops.d, info.gemm().c.layout, 3);
     let args = plan(info, &ops, &H100).unwrap();
     assert_eq!(args.mode, cutlass_aot_gemm_mode::CUTLASS_AOT_MODE_BATCHED as i32);
     let prepared = info.prepare(&args).unwrap();
@@ -848,12 +879,12 @@ fn prepare_batched_puts_batches_in_grid_z() {
     // The batched swizzle: (tm, tn, batch) with a 64×64 tile: 16 × 16 × 3, 2×2 warps.
     let info = kernel("gemm_f16_tn_batched");
     let mut ops = operands(info, 1000, 1000, 512);
-    ops.a = batched(ops.a, info.layout_a, 3);
-    ops.b = batched(ops.b, info.layout_b, 3);
-    ops.d = batched(ops.d, info.layout_c, 3);
+    ops.a = batched(ops.a, info.gemm().a.layout, 3);
+    ops.b = batched(ops.b, info.gemm().b.layout, 3);
+    ops.d = batched(ops.d, info.gemm().c.layout, 3);
     let launch = prepare_ok(info, &ops).launch;
     assert_eq!(launch.grid, [16, 16, 3]);
-    assert_eq!(launch.grid, batched_grid(info.tile, 1000, 1000, 3));
+    assert_eq!(launch.grid, batched_grid(info.tile(), 1000, 1000, 3));
     assert_eq!(launch.block, [128, 1, 1]);
     // 4 stages × (64×32 + 32×64) halves.
     assert_eq!(mainloop_smem(info), 32_768);
@@ -887,7 +918,7 @@ fn prepare_runs_cutlass_can_implement() {
     args.k = 512;
     args.m = 1001;
     let launch = tn.prepare(&args).unwrap().launch;
-    assert_eq!(launch.grid, identity8_grid(tn.tile, 1001, 1000, 1));
+    assert_eq!(launch.grid, identity8_grid(tn.tile(), 1001, 1000, 1));
 
     // Extents that are not positive are refused before CUTLASS sees them.
     args.m = 0;
@@ -927,9 +958,9 @@ fn prepare_refuses_more_than_65535_batches_on_the_identity_swizzle() {
     // Identity swizzle: grid z = batch count.
     let info = kernel("gemm_f16_tn");
     let mut ops = operands(info, 8, 8, 8);
-    ops.d = batched(ops.d, info.layout_c, 65_536);
+    ops.d = batched(ops.d, info.gemm().c.layout, 65_536);
     assert_plan_rejects(info, &ops, &["batch count 65536 exceeds 65535"]);
-    ops.d = batched(ops.d, info.layout_c, 65_535);
+    ops.d = batched(ops.d, info.gemm().c.layout, 65_535);
     let mut args = plan(info, &ops, &H100).unwrap();
     assert_eq!(info.prepare(&args).unwrap().launch.grid, [1, 1, 65_535]);
     // The glue's own grid check refuses it too when prepare is called directly.
@@ -946,7 +977,7 @@ fn batched_swizzle_refuses_65536_batches() {
     let mut accepted = Vec::new();
     for count in [65_536, 70_000] {
         let mut ops = operands(info, 64, 64, 32);
-        ops.d = batched(ops.d, info.layout_c, count);
+        ops.d = batched(ops.d, info.gemm().c.layout, count);
         if let Ok(p) = plan(info, &ops, &H100).and_then(|args| info.prepare(&args)) {
             accepted.push(format!(
                 "{count} batches → grid {:?} (only {} would run)",
@@ -996,8 +1027,8 @@ fn plan_builds_batched_args_with_broadcast_inputs() {
     let (m, n, k) = (64, 128, 32);
     let mut ops = operands(info, m, n, k);
     // A is one matrix broadcast to every batch; B and D are batches of 5.
-    ops.b = batched(ops.b, info.layout_b, 5);
-    ops.d = batched(ops.d, info.layout_c, 5);
+    ops.b = batched(ops.b, info.gemm().b.layout, 5);
+    ops.d = batched(ops.d, info.gemm().c.layout, 5);
     let c = operand(
         MatrixShape {
             batch_count: 5,

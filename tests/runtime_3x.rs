@@ -379,7 +379,7 @@ fn tensor_map_types(info: &KernelInfo) -> (i32, i32) {
     const FLOAT16: i32 = 6;
     const FLOAT32: i32 = 7;
     const BFLOAT16: i32 = 9;
-    let ab = match info.element_a {
+    let ab = match info.gemm().a.element {
         DType::F16 | DType::Bf16 => UINT16,
         DType::E4m3 | DType::E5m2 | DType::S8 => UINT8,
         // The generated mainloop declares TF32 operands as `cutlass::tfloat32_t` (as CUTLASS's own
@@ -387,7 +387,7 @@ fn tensor_map_types(info: &KernelInfo) -> (i32, i32) {
         DType::F32 => UINT32,
         other => panic!("no 3.x kernel takes {other}"),
     };
-    let cd = match info.element_c {
+    let cd = match info.gemm().c.element {
         DType::F16 => FLOAT16,
         DType::Bf16 => BFLOAT16,
         DType::F32 => FLOAT32,
@@ -433,10 +433,10 @@ fn registry_lists_the_3x_kernels_after_the_2x_ones_in_manifest_order() {
     let plain = COUNT_2X + MANIFEST_ORDER_3X.len() + COUNT_2X_MODES;
     assert!(all[..plain].iter().all(|k| k.is_plain()));
     assert!(all[plain..].iter().all(|k| !k.is_plain()));
-    assert!(all[..COUNT_2X].iter().all(|k| k.api == Api::Cutlass2x));
+    assert!(all[..COUNT_2X].iter().all(|k| k.api() == Api::Cutlass2x));
     assert!(all[COUNT_2X + MANIFEST_ORDER_3X.len()..plain]
         .iter()
-        .all(|k| k.api == Api::Cutlass2x));
+        .all(|k| k.api() == Api::Cutlass2x));
     let names: Vec<&str> = kernels_3x().iter().map(|k| k.rust_name).collect();
     let set: HashSet<&str> = names.iter().copied().collect();
     assert_eq!(
@@ -466,13 +466,17 @@ fn registry_3x_metadata_follows_the_manifest() {
     for k in kernels_3x() {
         let s = spec(k.rust_name);
         let what = s.rust_name;
-        assert_eq!(k.api, Api::Cutlass3x, "{what}");
+        assert_eq!(k.api(), Api::Cutlass3x, "{what}");
         assert_eq!(k.min_compute_capability, 90, "{what}");
-        assert_eq!(k.opclass, OpClass::TensorOp, "{what}");
-        assert_eq!((k.element_a, k.element_b, k.element_c), (s.a, s.a, s.c), "{what}");
-        assert_eq!(k.element_accumulator, s.accumulator, "{what}");
+        assert_eq!(k.design.opclass(), OpClass::TensorOp, "{what}");
         assert_eq!(
-            k.element_epilogue, s.accumulator,
+            (k.gemm().a.element, k.gemm().b.element, k.gemm().c.element),
+            (s.a, s.a, s.c),
+            "{what}"
+        );
+        assert_eq!(k.gemm().accumulator, s.accumulator, "{what}");
+        assert_eq!(
+            k.epilogue.compute, s.accumulator,
             "{what}: the epilogue computes in the accumulator type"
         );
         // The small-M kernels run problems transposed: their C is column-major.
@@ -482,30 +486,35 @@ fn registry_3x_metadata_follows_the_manifest() {
             Layout::Row
         };
         assert_eq!(
-            (k.layout_a, k.layout_b, k.layout_c),
+            (k.gemm().a.layout, k.gemm().b.layout, k.gemm().c.layout),
             (Layout::Row, Layout::Column, layout_c),
             "{what}"
         );
         // 128-bit accesses: 128 / bits elements.
-        assert_eq!(k.alignment_a, 128 / s.a.bits(), "{what}");
-        assert_eq!(k.alignment_b, 128 / s.a.bits(), "{what}");
-        assert_eq!(k.alignment_c, 128 / s.c.bits(), "{what}");
-        assert_eq!(k.tile.as_array(), s.tile, "{what}");
-        assert_eq!(k.cluster.as_array(), s.cluster, "{what}");
-        assert_eq!(k.schedule, s.schedule, "{what}");
-        assert_eq!(k.epilogue_schedule, EpilogueSchedule::Tma, "{what}");
-        assert_eq!(k.tile_scheduler, s.tile_scheduler, "{what}");
+        assert_eq!(k.gemm().a.alignment, 128 / s.a.bits(), "{what}");
+        assert_eq!(k.gemm().b.alignment, 128 / s.a.bits(), "{what}");
+        assert_eq!(k.gemm().c.alignment, 128 / s.c.bits(), "{what}");
+        assert_eq!(k.tile().as_array(), s.tile, "{what}");
+        assert_eq!(k.design.cluster().as_array(), s.cluster, "{what}");
+        assert_eq!(k.design.as_3x().unwrap().schedule, s.schedule, "{what}");
+        assert_eq!(
+            k.design.as_3x().unwrap().epilogue_schedule,
+            EpilogueSchedule::Tma,
+            "{what}"
+        );
+        assert_eq!(
+            k.design.as_3x().unwrap().tile_scheduler,
+            s.tile_scheduler,
+            "{what}"
+        );
         assert_eq!(
             k.may_need_workspace(1),
             s.tile_scheduler == TileScheduler::StreamK,
             "{what}"
         );
         // Decided by CUTLASS's builders, not the manifest.
-        assert_eq!(
-            (k.warps, k.instruction, k.stages),
-            (Shape3::new(0, 0, 0), Shape3::new(0, 0, 0), 0),
-            "{what}"
-        );
+        assert!(k.design.as_2x().is_none(), "{what}");
+        assert_eq!(k.design.stages(), 0, "{what}");
         assert!(k.has_device_code(), "{what} has no device code");
         assert_eq!(
             k.entry.to_str().unwrap(),
@@ -564,10 +573,14 @@ fn registry_3x_metadata_follows_the_manifest() {
     let tf32 = kernel("tf32_sm90_tn");
     assert_eq!(tf32.name, "cutlass3x_sm90a_tensorop_gemm_tf32_tf32_f32_f32_f32_128x128x32_2x1x1_0_tnt_align4_warpspecialized_cooperative_epi_tma");
     let s8 = kernel("s8_sm90_tn");
-    assert_eq!((s8.element_c, s8.alignment_c), (DType::S32, 4));
+    assert_eq!((s8.gemm().c.element, s8.gemm().c.alignment), (DType::S32, 4));
     let e4m3 = kernel("e4m3_sm90_tn");
     assert_eq!(
-        (e4m3.alignment_a, e4m3.element_c, e4m3.alignment_c),
+        (
+            e4m3.gemm().a.alignment,
+            e4m3.gemm().c.element,
+            e4m3.gemm().c.alignment
+        ),
         (16, DType::Bf16, 8)
     );
 }
@@ -582,7 +595,10 @@ fn registry_filters_3x_kernels_by_schedule_and_cluster() {
             .collect()
     };
     assert_eq!(
-        names(&|k| k.tile_scheduler == TileScheduler::StreamK),
+        names(&|k| k
+            .design
+            .as_3x()
+            .is_some_and(|d| d.tile_scheduler == TileScheduler::StreamK)),
         [
             "f16_sm90_128x128x64_streamk",
             "bf16_sm90_128x128x64_streamk",
@@ -593,14 +609,17 @@ fn registry_filters_3x_kernels_by_schedule_and_cluster() {
         ]
     );
     assert_eq!(
-        names(&|k| k.schedule == KernelSchedule::Pingpong),
+        names(&|k| k
+            .design
+            .as_3x()
+            .is_some_and(|d| d.schedule == KernelSchedule::Pingpong)),
         [
             "f16_sm90_128x128x64_2x1x1_pingpong",
             "bf16_sm90_128x128x64_2x1x1_pingpong"
         ]
     );
     assert_eq!(
-        names(&|k| k.cluster == Shape3::new(1, 2, 1)),
+        names(&|k| k.design.cluster() == Shape3::new(1, 2, 1)),
         [
             "f16_sm90_128x256x64_1x2x1_cooperative",
             "f16_sm90_256x128x64_1x2x1_cooperative",
@@ -611,22 +630,13 @@ fn registry_filters_3x_kernels_by_schedule_and_cluster() {
         ]
     );
     assert_eq!(
-        names(&|k| k.api == Api::Cutlass3x && k.is_plain() && k.element_a == DType::Bf16).len(),
+        names(&|k| k.api() == Api::Cutlass3x && k.is_plain() && k.gemm().a.element == DType::Bf16).len(),
         10
     );
-    // 2.x kernels carry neutral 3.x metadata.
+    // 2.x kernels have a 2.x design (no 3.x scheduling) and act as 1x1x1 clusters.
     for k in &kernels::REGISTRY.all()[..COUNT_2X] {
-        assert_eq!(k.cluster, Shape3::new(1, 1, 1), "{}", k.rust_name);
-        assert_eq!(
-            (k.schedule, k.epilogue_schedule, k.tile_scheduler),
-            (
-                KernelSchedule::Auto,
-                EpilogueSchedule::Auto,
-                TileScheduler::Persistent
-            ),
-            "{}",
-            k.rust_name
-        );
+        assert_eq!(k.design.cluster(), Shape3::new(1, 1, 1), "{}", k.rust_name);
+        assert!(k.design.as_3x().is_none(), "{}", k.rust_name);
         assert!(!k.may_need_workspace(1));
     }
 }
@@ -647,8 +657,8 @@ fn kernels_3x_run_only_on_compute_capability_9_0() {
             // The same reason from supports().
             let problem = GemmProblem::new(
                 (256, 256, 256),
-                (k.element_a, k.element_b, k.element_c),
-                (k.layout_a, k.layout_b, k.layout_c),
+                (k.gemm().a.element, k.gemm().b.element, k.gemm().c.element),
+                (k.gemm().a.layout, k.gemm().b.layout, k.gemm().c.layout),
             )
             .on_compute_capability(cc);
             let u = k
@@ -792,17 +802,17 @@ fn prepare_every_3x_kernel_with_a_fake_encoder() {
         // 128 (sm90_gemm_tma_warpspecialized_cooperative.hpp) and 2 × 128 + 128
         // (sm90_gemm_tma_warpspecialized_pingpong.hpp, which static_asserts 384).
         assert_eq!(launch.block, [384, 1, 1], "{what}");
-        assert_eq!(launch.cluster, info.cluster.as_array(), "{what}");
+        assert_eq!(launch.cluster, info.design.cluster().as_array(), "{what}");
         let [gx, gy, gz] = launch.grid;
-        assert_eq!(gx % info.cluster.m, 0, "{what}: grid {:?}", launch.grid);
-        assert_eq!(gy % info.cluster.n, 0, "{what}: grid {:?}", launch.grid);
-        assert_eq!(gz % info.cluster.k, 0, "{what}: grid {:?}", launch.grid);
+        assert_eq!(gx % info.design.cluster().m, 0, "{what}: grid {:?}", launch.grid);
+        assert_eq!(gy % info.design.cluster().n, 0, "{what}: grid {:?}", launch.grid);
+        assert_eq!(gz % info.design.cluster().k, 0, "{what}: grid {:?}", launch.grid);
         // Persistent: no more CTAs than SMs.
         assert!(gx * gy * gz <= 132, "{what}: grid {:?}", launch.grid);
         assert!(gx * gy * gz >= 1);
-        if info.tile_scheduler == TileScheduler::Persistent {
+        if info.design.as_3x().unwrap().tile_scheduler == TileScheduler::Persistent {
             // Far more than 132 tiles: the grid fills the machine (see persistent_grid).
-            let grid = persistent_grid(info.tile, info.cluster, m, n, 1, 132);
+            let grid = persistent_grid(info.tile(), info.design.cluster(), m, n, 1, 132);
             assert_eq!(launch.grid, grid, "{what}");
             assert_eq!(grid[0] * grid[1] * grid[2], 132, "{what}");
             assert_eq!(
@@ -887,7 +897,7 @@ fn prepare_3x_small_problems_launch_only_the_tiles_they_have() {
         assert_eq!(launch.grid, grid, "{name}");
         assert_eq!(
             launch.grid,
-            persistent_grid(info.tile, info.cluster, 256, 256, 1, 132),
+            persistent_grid(info.tile(), info.design.cluster(), 256, 256, 1, 132),
             "{name}"
         );
     }
@@ -916,7 +926,7 @@ fn prepare_3x_small_problems_launch_only_the_tiles_they_have() {
     assert_eq!(launch.grid, [2, 6, 1]);
     assert_eq!(
         launch.grid,
-        persistent_grid(info.tile, info.cluster, 256, 256, 3, 132)
+        persistent_grid(info.tile(), info.design.cluster(), 256, 256, 3, 132)
     );
 }
 
@@ -1147,7 +1157,7 @@ fn heuristic_picks_a_3x_kernel_on_hopper_for_4096_cubed() {
         dispatch::select(&kernels::REGISTRY, &EMPTY, &bf16_tn(4096, 4096, 4096, 80), 108).unwrap();
     assert_eq!(chosen.rust_name, "gemm_bf16_tn");
     assert_eq!(choice, Choice::Heuristic);
-    assert_eq!(chosen.api, Api::Cutlass2x);
+    assert_eq!(chosen.api(), Api::Cutlass2x);
 }
 
 #[test]
@@ -1578,7 +1588,7 @@ fn problem_of_reads_extents_from_a_and_b_and_the_batch_from_d() {
     // Such a problem is what select sees: a 3.x kernel supports it on Hopper.
     let p = dispatch::problem_of(signature, &ops, 90);
     let (chosen, _) = dispatch::select(&kernels::REGISTRY, &EMPTY, &p, 132).unwrap();
-    assert_eq!(chosen.api, Api::Cutlass3x, "{}", chosen.rust_name);
+    assert_eq!(chosen.api(), Api::Cutlass3x, "{}", chosen.rust_name);
 }
 
 #[test]

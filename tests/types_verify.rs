@@ -7,7 +7,7 @@
 //! f32 bit patterns), not from running the code under test.
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
-use cutlass_aot::model::{DType, OpClass};
+use cutlass_aot::model::{DType, Design, EpilogueSpec, OpClass, Operation};
 use cutlass_aot::verify;
 use cutlass_aot::{kernels, Element, KernelInfo, Scalar, F8E4M3, F8E5M2};
 
@@ -91,13 +91,20 @@ fn info(opclass: OpClass, a: DType, c: DType, accumulator: DType, epilogue: DTyp
     let base = kernels::REGISTRY
         .by_name("gemm_f16_tn")
         .expect("gemm_f16_tn is in the registry");
+    let mut operation = *base.gemm();
+    operation.a.element = a;
+    operation.b.element = a;
+    operation.c.element = c;
+    operation.accumulator = accumulator;
+    let mut design = *base.design.as_2x().expect("gemm_f16_tn is a 2.x kernel");
+    design.opclass = opclass;
     KernelInfo {
-        opclass,
-        element_a: a,
-        element_b: a,
-        element_c: c,
-        element_accumulator: accumulator,
-        element_epilogue: epilogue,
+        operation: Operation::Gemm(operation),
+        design: Design::Cutlass2x(design),
+        epilogue: EpilogueSpec {
+            compute: epilogue,
+            ..base.epilogue
+        },
         ..*base
     }
 }

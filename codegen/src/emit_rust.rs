@@ -10,7 +10,8 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::model::{
-    AuxInput, AuxOutput, Broadcast, DType, Fusion, GemmKernel, Layout, Reduction, Shape3, SplitK,
+    AuxInput, AuxOutput, Broadcast, DType, Design, EpilogueSpec, Fusion, GemmKernel, Layout, Operation,
+    Reduction, Shape3, SplitK, TensorAttributes,
 };
 
 /// Where a unit's compiled outputs are, as seen from the generated code.
@@ -183,13 +184,6 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
     } else {
         (quote!(), quote!(::core::option::Option::None))
     };
-    let (ea, eb, ec) = (dtype(k.element_a), dtype(k.element_b), dtype(k.element_c));
-    let (eacc, eepi) = (dtype(k.element_accumulator), dtype(k.element_epilogue));
-    let (la, lb, lc) = (
-        layout_value(k.layout_a),
-        layout_value(k.layout_b),
-        layout_value(k.layout_c),
-    );
     let (ta, tb, tc, ts) = (
         rust_type(k.element_a),
         rust_type(k.element_b),
@@ -201,32 +195,13 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
         layout_type(k.layout_b),
         layout_type(k.layout_c),
     );
-    let (align_a, align_b, align_c) = (k.alignment_a, k.alignment_b, k.alignment_c);
-    let (tile, warps, instruction) = (shape(k.tile), shape(k.warps), shape(k.instruction));
-    let cluster = shape(k.cluster);
-    let api = variant(quote!(::cutlass_aot::model::Api), format!("{:?}", k.api()));
-    let schedule = variant(
-        quote!(::cutlass_aot::model::KernelSchedule),
-        format!("{:?}", k.schedule),
+    let spec = k.spec();
+    let arch = spec.min_compute_capability;
+    let (operation, design, epilogue) = (
+        operation_value(&spec.operation),
+        design_value(&spec.design),
+        epilogue_value(&spec.epilogue),
     );
-    let epilogue_schedule = variant(
-        quote!(::cutlass_aot::model::EpilogueSchedule),
-        format!("{:?}", k.epilogue_schedule),
-    );
-    let tile_scheduler = variant(
-        quote!(::cutlass_aot::model::TileScheduler),
-        format!("{:?}", k.tile_scheduler),
-    );
-    let (arch, stages) = (k.arch, k.stages);
-    let opclass = variant(quote!(::cutlass_aot::model::OpClass), format!("{:?}", k.opclass));
-    let math = variant(quote!(::cutlass_aot::model::MathOp), format!("{:?}", k.math));
-    let swizzle = variant(quote!(::cutlass_aot::model::Swizzle), format!("{:?}", k.swizzle));
-    let split_k = variant(quote!(::cutlass_aot::model::SplitK), format!("{:?}", k.split_k));
-    let epilogue = variant(
-        quote!(::cutlass_aot::model::Epilogue),
-        format!("{:?}", k.epilogue),
-    );
-    let fusion = fusion_value(&k.fusion);
     let (run_items, formula) = run_functions(k, &ts, &tc, &ltc);
     let origin = &k.origin;
     let doc = format!(
@@ -240,6 +215,7 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
         lb_ = k.layout_b,
         lc_ = k.layout_c,
         tile_ = k.tile,
+        stages = k.stages,
     );
     quote! {
         #[doc = #doc]
@@ -253,36 +229,15 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
                 rust_name: stringify!(#module),
                 origin: #origin,
                 min_compute_capability: #arch,
-                api: #api,
-                opclass: #opclass,
-                element_a: #ea,
-                element_b: #eb,
-                element_c: #ec,
-                element_accumulator: #eacc,
-                element_epilogue: #eepi,
-                layout_a: #la,
-                layout_b: #lb,
-                layout_c: #lc,
-                alignment_a: #align_a,
-                alignment_b: #align_b,
-                alignment_c: #align_c,
-                tile: #tile,
-                cluster: #cluster,
-                warps: #warps,
-                instruction: #instruction,
-                stages: #stages,
-                math: #math,
-                swizzle: #swizzle,
-                split_k: #split_k,
+                operation: #operation,
+                design: #design,
                 epilogue: #epilogue,
-                fusion: #fusion,
-                schedule: #schedule,
-                epilogue_schedule: #epilogue_schedule,
-                tile_scheduler: #tile_scheduler,
                 image: &super::#image,
                 entry: #entry,
-                prepare: #prepare_value,
-                reduction: #reduction_value,
+                host: ::cutlass_aot::HostCode::Gemm {
+                    prepare: #prepare_value,
+                    reduction: #reduction_value,
+                },
             };
 
             /// The kernel as a type: its operand types and layouts are part of the signature.
@@ -307,6 +262,115 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
             #run_items
         }
     }
+}
+
+/// `name: value` pairs as a struct expression of `path`.
+fn struct_value(path: TokenStream, fields: &[(&str, TokenStream)]) -> TokenStream {
+    let fields = fields.iter().map(|(name, value)| {
+        let name = format_ident!("{}", name);
+        quote!(#name: #value)
+    });
+    quote!(#path { #(#fields),* })
+}
+
+/// A spelled enum's value, from its Debug name: `model::Name::Variant`.
+fn model_value<T: std::fmt::Debug>(type_name: &str, value: T) -> TokenStream {
+    let type_ident = format_ident!("{}", type_name);
+    variant(quote!(::cutlass_aot::model::#type_ident), format!("{value:?}"))
+}
+
+/// The kernel's operation part ([`Operation`]) as a constant.
+fn operation_value(operation: &Operation) -> TokenStream {
+    let gemm = operation.gemm();
+    let attributes = |t: &TensorAttributes| {
+        struct_value(
+            quote!(::cutlass_aot::model::TensorAttributes),
+            &[
+                ("element", dtype(t.element)),
+                ("layout", layout_value(t.layout)),
+                ("alignment", {
+                    let a = t.alignment;
+                    quote!(#a)
+                }),
+            ],
+        )
+    };
+    let gemm_value = struct_value(
+        quote!(::cutlass_aot::model::GemmOperation),
+        &[
+            ("a", attributes(&gemm.a)),
+            ("b", attributes(&gemm.b)),
+            ("c", attributes(&gemm.c)),
+            ("accumulator", dtype(gemm.accumulator)),
+            ("math", model_value("MathOp", gemm.math)),
+        ],
+    );
+    match operation {
+        Operation::Gemm(_) => quote!(::cutlass_aot::model::Operation::Gemm(#gemm_value)),
+        Operation::GemmGrouped(grouped) => {
+            let value = struct_value(
+                quote!(::cutlass_aot::model::GroupedGemmOperation),
+                &[
+                    ("gemm", gemm_value),
+                    ("schedule", model_value("GroupSchedule", grouped.schedule)),
+                ],
+            );
+            quote!(::cutlass_aot::model::Operation::GemmGrouped(#value))
+        }
+    }
+}
+
+/// The kernel's design part ([`Design`]) as a constant.
+fn design_value(design: &Design) -> TokenStream {
+    match design {
+        Design::Cutlass2x(d) => {
+            let stages = d.stages;
+            let value = struct_value(
+                quote!(::cutlass_aot::model::Design2x),
+                &[
+                    ("opclass", model_value("OpClass", d.opclass)),
+                    ("tile", shape(d.tile)),
+                    ("warps", shape(d.warps)),
+                    ("instruction", shape(d.instruction)),
+                    ("stages", quote!(#stages)),
+                    ("swizzle", model_value("Swizzle", d.swizzle)),
+                    ("split_k", model_value("SplitK", d.split_k)),
+                ],
+            );
+            quote!(::cutlass_aot::model::Design::Cutlass2x(#value))
+        }
+        Design::Cutlass3x(d) => {
+            let stages = d.stages;
+            let value = struct_value(
+                quote!(::cutlass_aot::model::Design3x),
+                &[
+                    ("opclass", model_value("OpClass", d.opclass)),
+                    ("tile", shape(d.tile)),
+                    ("cluster", shape(d.cluster)),
+                    ("stages", quote!(#stages)),
+                    ("schedule", model_value("KernelSchedule", d.schedule)),
+                    (
+                        "epilogue_schedule",
+                        model_value("EpilogueSchedule", d.epilogue_schedule),
+                    ),
+                    ("tile_scheduler", model_value("TileScheduler", d.tile_scheduler)),
+                ],
+            );
+            quote!(::cutlass_aot::model::Design::Cutlass3x(#value))
+        }
+    }
+}
+
+/// The kernel's epilogue part ([`EpilogueSpec`]) as a constant.
+fn epilogue_value(e: &EpilogueSpec) -> TokenStream {
+    struct_value(
+        quote!(::cutlass_aot::model::EpilogueSpec),
+        &[
+            ("kind", model_value("Epilogue", e.kind)),
+            ("compute", dtype(e.compute)),
+            ("fusion", fusion_value(&e.fusion)),
+        ],
+    )
 }
 
 /// The kernel's [`Fusion`] as a constant.

@@ -1,6 +1,9 @@
 //! The resolved kernel model: what one manifest entry expands into after validation.
 //!
 //! Everything downstream (C++ emission, Rust emission) reads these types only, never the raw YAML.
+//! A GEMM-family entry (`gemm`, `gemm_grouped`) resolves into one flat [`GemmKernel`] whose every
+//! field the validator checks; [`GemmKernel::spec`] gives the shared kernel model (operation,
+//! design, epilogue) that the registry and discovery see.
 
 pub use cutlass_aot_model::*;
 
@@ -12,6 +15,12 @@ pub struct GemmKernel {
     pub name: String,
     /// Rust identifier of the typed function (the manifest's `name`, or derived from `name`).
     pub rust_name: String,
+    /// What the kernel computes: a GEMM, or a grouped GEMM (the operands are alike).
+    pub kind: OperationKind,
+    /// How a 2.x grouped kernel schedules its problems (`Device` for every other kernel).
+    pub group_schedule: GroupSchedule,
+    /// The cargo feature the kernel is built under (`None`: always).
+    pub feature: Option<String>,
     /// Minimum compute capability, as `major * 10 + minor` (80 for sm_80). 90 selects CUTLASS 3.x
     /// kernels for sm_90a, which run only on compute capability 9.0.
     pub arch: u32,
@@ -53,6 +62,64 @@ pub struct GemmKernel {
 }
 
 impl GemmKernel {
+    /// The kernel in the shared model: what it computes, how it is built, its epilogue.
+    pub fn spec(&self) -> KernelSpec {
+        let attributes = |element, layout, alignment| TensorAttributes {
+            element,
+            layout,
+            alignment,
+        };
+        let gemm = GemmOperation {
+            a: attributes(self.element_a, self.layout_a, self.alignment_a),
+            b: attributes(self.element_b, self.layout_b, self.alignment_b),
+            c: attributes(self.element_c, self.layout_c, self.alignment_c),
+            accumulator: self.element_accumulator,
+            math: self.math,
+        };
+        let operation = match self.kind {
+            OperationKind::Gemm => Operation::Gemm(gemm),
+            OperationKind::GemmGrouped => Operation::GemmGrouped(GroupedGemmOperation {
+                gemm,
+                schedule: self.group_schedule,
+            }),
+        };
+        let design = match self.api() {
+            Api::Cutlass2x => Design::Cutlass2x(Design2x {
+                opclass: self.opclass,
+                tile: self.tile,
+                warps: self.warps,
+                instruction: self.instruction,
+                stages: self.stages,
+                swizzle: self.swizzle,
+                split_k: self.split_k,
+            }),
+            Api::Cutlass3x => Design::Cutlass3x(Design3x {
+                opclass: self.opclass,
+                tile: self.tile,
+                cluster: self.cluster,
+                stages: self.stages,
+                schedule: self.schedule,
+                epilogue_schedule: self.epilogue_schedule,
+                tile_scheduler: self.tile_scheduler,
+            }),
+        };
+        KernelSpec {
+            min_compute_capability: self.arch,
+            operation,
+            design,
+            epilogue: EpilogueSpec {
+                kind: self.epilogue,
+                compute: self.element_epilogue,
+                fusion: self.fusion,
+            },
+        }
+    }
+
+    /// Whether the kernel is a grouped GEMM.
+    pub fn is_grouped(&self) -> bool {
+        self.kind == OperationKind::GemmGrouped
+    }
+
     /// CUTLASS 2.x or 3.x, decided by `arch`.
     pub fn api(&self) -> Api {
         if self.arch >= 90 {
@@ -95,15 +162,16 @@ impl GemmKernel {
                     _ => "",
                 };
                 format!(
-                    "{}{}{}{}{}gemm",
+                    "{}{}{}{}{}{}",
                     acc.short_library_name(),
                     self.instruction.m,
                     self.instruction.n,
                     self.instruction.k,
-                    intermediate
+                    intermediate,
+                    self.operation_name()
                 )
             }
-            OpClass::Simt => format!("{}gemm", acc.short_library_name()),
+            OpClass::Simt => format!("{}{}", acc.short_library_name(), self.operation_name()),
         };
         let mut extended = core;
         if self.element_c != acc {
@@ -138,6 +206,9 @@ impl GemmKernel {
         }
         if self.split_k == SplitK::Parallel {
             name.push_str("_splitk_parallel");
+        }
+        if self.is_grouped() && self.group_schedule == GroupSchedule::Host {
+            name.push_str("_host_schedule");
         }
         name.push_str(&self.epilogue_suffix());
         name
@@ -175,9 +246,10 @@ impl GemmKernel {
         };
         let (t, c) = (self.tile, self.cluster);
         let mut name = format!(
-            "cutlass3x_sm{}a_{}_gemm_{}_{}_{}_{}_{}_{}x{}x{}_{}x{}x{}_{}_{}{}{}_align{}{}{}{}",
+            "cutlass3x_sm{}a_{}_{}_{}_{}_{}_{}_{}_{}x{}x{}_{}x{}x{}_{}_{}{}{}_align{}{}{}{}",
             self.arch,
             self.opclass.manifest_name(),
+            self.operation_name(),
             operand(self.element_a),
             operand(self.element_b),
             self.element_accumulator.library_name(),
@@ -206,6 +278,14 @@ impl GemmKernel {
         }
         name.push_str(&self.epilogue_suffix());
         name
+    }
+
+    /// The operation in CUTLASS's names: `gemm`, or `gemm_grouped` (CUTLASS's `GemmKindNames`).
+    fn operation_name(&self) -> &'static str {
+        match self.kind {
+            OperationKind::Gemm => "gemm",
+            OperationKind::GemmGrouped => "gemm_grouped",
+        }
     }
 
     /// C alignment a kernel gets when the manifest does not name one.

@@ -27,8 +27,8 @@ use cutlass_aot::{GemmOperands, KernelInfo, MatrixShape, Operand};
 /// f32 accuracy), `f32_fastf16` / `f32_fastbf16` (operands rounded to f16 / bf16). f32 on SIMT
 /// cores stays `f32`.
 pub fn dtype_label(info: &KernelInfo) -> String {
-    if info.opclass == OpClass::TensorOp && info.element_a == DType::F32 {
-        match info.math {
+    if info.design.opclass() == OpClass::TensorOp && info.gemm().a.element == DType::F32 {
+        match info.gemm().math {
             MathOp::MultiplyAddFastF32 => "f32_3xtf32",
             MathOp::MultiplyAddFastF16 => "f32_fastf16",
             MathOp::MultiplyAddFastBf16 => "f32_fastbf16",
@@ -36,7 +36,7 @@ pub fn dtype_label(info: &KernelInfo) -> String {
         }
         .to_string()
     } else {
-        info.element_a.to_string()
+        info.gemm().a.element.to_string()
     }
 }
 
@@ -54,16 +54,20 @@ pub fn letter_layout(letter: char) -> Option<Layout> {
 
 /// A and B layout letters, e.g. `tn`.
 pub fn layout_ab(info: &KernelInfo) -> String {
-    format!("{}{}", info.layout_a.letter(), info.layout_b.letter())
+    format!(
+        "{}{}",
+        info.gemm().a.layout.letter(),
+        info.gemm().b.layout.letter()
+    )
 }
 
 /// A, B and C layout letters, e.g. `tnt` (CUTLASS's kernel-name suffix).
 pub fn layout_abc(info: &KernelInfo) -> String {
     format!(
         "{}{}{}",
-        info.layout_a.letter(),
-        info.layout_b.letter(),
-        info.layout_c.letter()
+        info.gemm().a.layout.letter(),
+        info.gemm().b.layout.letter(),
+        info.gemm().c.layout.letter()
     )
 }
 
@@ -230,24 +234,24 @@ pub fn gemm_record_split(
         .str("op", if split_k > 1 { "gemm_split_k" } else { "gemm" })
         .str("kernel", info.name)
         .str("rust_name", info.rust_name)
-        .str("api", &info.api.to_string())
-        .str("schedule", &info.schedule.to_string())
-        .str("tile_scheduler", &info.tile_scheduler.to_string())
-        .str("tile", &info.tile.to_string())
-        .str("cluster", &info.cluster.to_string())
+        .str("api", &info.api().to_string())
+        .str("schedule", &schedule(info).to_string())
+        .str("tile_scheduler", &tile_scheduler(info).to_string())
+        .str("tile", &info.tile().to_string())
+        .str("cluster", &info.design.cluster().to_string())
         .str("dtype", &dtype_label(info))
-        .str("dtype_b", &info.element_b.to_string())
-        .str("dtype_c", &info.element_c.to_string())
+        .str("dtype_b", &info.gemm().b.element.to_string())
+        .str("dtype_c", &info.gemm().c.element.to_string())
         .str("layout", &layout_ab(info))
-        .str("layout_c", info.layout_c.letter())
-        .str("epilogue", &info.epilogue.to_string())
-        .str("math", &info.math.to_string())
+        .str("layout_c", info.gemm().c.layout.letter())
+        .str("epilogue", &info.epilogue.kind.to_string())
+        .str("math", &info.gemm().math.to_string())
         .int("m", e.m)
         .int("n", e.n)
         .int("k", e.k)
         .int("batch", e.batch)
         .int("split_k", split_k)
-        .str("split_k_mode", &info.split_k.to_string())
+        .str("split_k_mode", &info.design.split_k().to_string())
         .num("alpha", alpha, 3)
         .num("beta", beta, 3)
 }
@@ -464,12 +468,12 @@ pub struct Types {
 impl Types {
     pub fn of(info: &KernelInfo) -> Self {
         Types {
-            a: info.element_a,
-            b: info.element_b,
-            c: info.element_c,
-            layout_a: info.layout_a,
-            layout_b: info.layout_b,
-            layout_c: info.layout_c,
+            a: info.gemm().a.element,
+            b: info.gemm().b.element,
+            c: info.gemm().c.element,
+            layout_a: info.gemm().a.layout,
+            layout_b: info.gemm().b.layout,
+            layout_c: info.gemm().c.layout,
         }
     }
 
@@ -765,22 +769,23 @@ pub fn max_abs_error(out: &[f64], reference: &[f64]) -> f64 {
 ///   stream-K reduce in f32 (their tolerance does not change).
 pub fn tolerance(info: &KernelInfo, k: usize, slices: usize) -> f64 {
     let k = k as f64;
-    let output = match info.element_c {
+    let output = match info.gemm().c.element {
         DType::F16 => 2e-3,
         DType::Bf16 => 1e-2,
         DType::F32 => 1e-5,
         DType::F64 => 1e-12,
         _ => verify::tolerance(info),
     };
-    let fast_f32 = info.opclass == OpClass::TensorOp && info.element_a == DType::F32;
-    let base = match info.math {
+    let fast_f32 = info.design.opclass() == OpClass::TensorOp && info.gemm().a.element == DType::F32;
+    let base = match info.gemm().math {
         MathOp::MultiplyAddFastF32 if fast_f32 => output.max(1.5e-8 * k),
         MathOp::MultiplyAddFastF16 if fast_f32 => output.max(2e-3) + 1e-8 * k,
         MathOp::MultiplyAddFastBf16 if fast_f32 => output.max(1e-2) + 1e-8 * k,
         _ => verify::tolerance(info),
     };
-    let rounds_between_slices =
-        info.split_k == SplitK::Serial && slices > 1 && matches!(info.element_c, DType::F16 | DType::Bf16);
+    let rounds_between_slices = info.design.split_k() == SplitK::Serial
+        && slices > 1
+        && matches!(info.gemm().c.element, DType::F16 | DType::Bf16);
     if rounds_between_slices {
         base * (slices as f64).sqrt()
     } else {
@@ -1087,13 +1092,13 @@ mod tests {
     fn dtype_labels_name_the_math() {
         for k in cutlass_aot::kernels::REGISTRY.all() {
             let label = dtype_label(k);
-            let tensor_f32 = k.opclass == OpClass::TensorOp && k.element_a == DType::F32;
-            let want = match (tensor_f32, k.math) {
+            let tensor_f32 = k.design.opclass() == OpClass::TensorOp && k.gemm().a.element == DType::F32;
+            let want = match (tensor_f32, k.gemm().math) {
                 (true, MathOp::MultiplyAddFastF32) => "f32_3xtf32".to_string(),
                 (true, MathOp::MultiplyAddFastF16) => "f32_fastf16".to_string(),
                 (true, MathOp::MultiplyAddFastBf16) => "f32_fastbf16".to_string(),
                 (true, _) => "tf32".to_string(),
-                (false, _) => k.element_a.to_string(),
+                (false, _) => k.gemm().a.element.to_string(),
             };
             assert_eq!(label, want, "{}", k.rust_name);
             assert!(
@@ -1113,9 +1118,13 @@ mod tests {
     #[test]
     fn tolerances_by_math_and_split() {
         let one = |math: MathOp| {
-            kernels_where(|k| k.math == math && k.opclass == OpClass::TensorOp && k.element_a == DType::F32)
-                .first()
-                .copied()
+            kernels_where(|k| {
+                k.gemm().math == math
+                    && k.design.opclass() == OpClass::TensorOp
+                    && k.gemm().a.element == DType::F32
+            })
+            .first()
+            .copied()
         };
         let x3 = one(MathOp::MultiplyAddFastF32).expect("a 3xTF32 kernel");
         let tf32 = one(MathOp::MultiplyAdd).expect("a TF32 kernel");
@@ -1134,7 +1143,7 @@ mod tests {
         }
         // Serial split-K with f16 output: √slices; parallel and stream-K: unchanged.
         let f16 = |mode: SplitK| {
-            kernels_where(|k| k.split_k == mode && k.element_c == DType::F16)
+            kernels_where(|k| k.design.split_k() == mode && k.gemm().c.element == DType::F16)
                 .first()
                 .copied()
         };
@@ -1206,4 +1215,29 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert!(median(&[]).is_nan());
     }
+}
+
+/// A kernel's 3.x kernel schedule, `auto` for a 2.x kernel (for records and listings).
+pub fn schedule(info: &KernelInfo) -> cutlass_aot::model::KernelSchedule {
+    info.design
+        .as_3x()
+        .map_or(cutlass_aot::model::KernelSchedule::Auto, |d| d.schedule)
+}
+
+/// A kernel's 3.x epilogue schedule, `auto` for a 2.x kernel.
+pub fn epilogue_schedule(info: &KernelInfo) -> cutlass_aot::model::EpilogueSchedule {
+    info.design
+        .as_3x()
+        .map_or(cutlass_aot::model::EpilogueSchedule::Auto, |d| {
+            d.epilogue_schedule
+        })
+}
+
+/// A kernel's 3.x tile scheduler, `persistent` for a 2.x kernel (which launches a tile per CTA).
+pub fn tile_scheduler(info: &KernelInfo) -> cutlass_aot::model::TileScheduler {
+    info.design
+        .as_3x()
+        .map_or(cutlass_aot::model::TileScheduler::Persistent, |d| {
+            d.tile_scheduler
+        })
 }

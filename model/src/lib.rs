@@ -44,6 +44,9 @@ macro_rules! spelled_enum {
     };
 }
 
+mod kernel;
+pub use kernel::*;
+
 spelled_enum! {
     /// Element (storage) type of an operand, or an accumulator / compute type.
     DType {

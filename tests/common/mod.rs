@@ -37,10 +37,22 @@ pub fn operand(shape: MatrixShape, layout: Layout, address: u64) -> Operand {
 /// D (m×n) = 1·A (m×k) · B (k×n), packed, no C, at the fake addresses.
 pub fn operands(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmOperands {
     GemmOperands {
-        a: operand(MatrixShape::packed(m, k, info.layout_a), info.layout_a, ADDR_A),
-        b: operand(MatrixShape::packed(k, n, info.layout_b), info.layout_b, ADDR_B),
+        a: operand(
+            MatrixShape::packed(m, k, info.gemm().a.layout),
+            info.gemm().a.layout,
+            ADDR_A,
+        ),
+        b: operand(
+            MatrixShape::packed(k, n, info.gemm().b.layout),
+            info.gemm().b.layout,
+            ADDR_B,
+        ),
         c: None,
-        d: operand(MatrixShape::packed(m, n, info.layout_c), info.layout_c, ADDR_D),
+        d: operand(
+            MatrixShape::packed(m, n, info.gemm().c.layout),
+            info.gemm().c.layout,
+            ADDR_D,
+        ),
         alpha: 1.0,
         beta: 0.0,
         split_k_slices: 1,
@@ -52,8 +64,12 @@ pub fn operands(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmOperands
 pub fn problem(info: &KernelInfo, m: usize, n: usize, k: usize) -> GemmProblem {
     GemmProblem::new(
         (m, n, k),
-        (info.element_a, info.element_b, info.element_c),
-        (info.layout_a, info.layout_b, info.layout_c),
+        (
+            info.gemm().a.element,
+            info.gemm().b.element,
+            info.gemm().c.element,
+        ),
+        (info.gemm().a.layout, info.gemm().b.layout, info.gemm().c.layout),
     )
 }
 

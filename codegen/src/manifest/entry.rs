@@ -5,8 +5,9 @@ use super::report::Report;
 use super::schema::RawOperation;
 use super::values::{describe, family, integer, shape_family, spelled_family, stages, BadValue, Stages};
 use crate::model::{
-    Activation, AuxInput, AuxOutput, Broadcast, DType, Epilogue, EpilogueSchedule, KernelSchedule, Layout,
-    MathOp, OpClass, Reduction, Residual, Shape3, SplitK, Swizzle, TileScheduler,
+    Activation, AuxInput, AuxOutput, Broadcast, DType, Epilogue, EpilogueSchedule, GroupSchedule,
+    KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction, Residual, Shape3, SplitK, Swizzle,
+    TileScheduler,
 };
 use serde_yaml::Value;
 
@@ -18,6 +19,10 @@ pub struct Entry {
     /// False if any field of the entry had a problem (then a bad optional field was left to its
     /// default, so that the rest of the entry can still be checked).
     pub clean: bool,
+    /// What the entry's kernels compute (`kind`).
+    pub kind: OperationKind,
+    /// The cargo feature the entry's kernels are built under (`None`: always built).
+    pub feature: Option<String>,
     pub name: Option<Template>,
     pub arch: Vec<u32>,
     pub opclass: Option<Vec<OpClass>>,
@@ -50,6 +55,7 @@ pub struct Entry {
     pub residual: Option<Vec<Residual>>,
     pub aux_input: Option<Vec<AuxInput>>,
     pub reduction: Option<Vec<Reduction>>,
+    pub group_schedule: Option<Vec<GroupSchedule>>,
 }
 
 /// Reads entry `index`, reporting every problem; `None` when a required field is missing or
@@ -61,7 +67,8 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         index,
         clean: true,
     };
-    r.kind(&raw.kind);
+    let kind = r.kind(&raw.kind);
+    let feature = r.feature(&raw.feature);
     let name = r.name(&raw.name);
     let dtype = |v: &Value| spelled_family(v, DType::from_manifest_name, &DType::allowed());
     let layout = |v: &Value| spelled_family(v, Layout::from_manifest_name, &Layout::allowed());
@@ -71,6 +78,8 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
     let tile_help = "the threadblock tile [M, N, K], e.g. [128, 128, 32]";
     let mut entry = Entry {
         clean: true,
+        kind,
+        feature,
         name,
         arch: r.required(
             "arch",
@@ -142,6 +151,9 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         reduction: r.optional("reduction", &raw.reduction, |v| {
             spelled_family(v, Reduction::from_manifest_name, &Reduction::allowed())
         }),
+        group_schedule: r.optional("group_schedule", &raw.group_schedule, |v| {
+            spelled_family(v, GroupSchedule::from_manifest_name, &GroupSchedule::allowed())
+        }),
     };
     entry.clean = r.clean;
     let required = [
@@ -197,16 +209,53 @@ impl Reader<'_, '_> {
         self.optional(key, value, read).unwrap_or_default()
     }
 
-    fn kind(&mut self, value: &Option<Value>) {
-        let allowed = "allowed: gemm (version 1 has only GEMM kernels)";
+    /// The entry's operation; a missing or unknown one is reported and read as `gemm`, so that
+    /// the rest of the entry is still checked.
+    fn kind(&mut self, value: &Option<Value>) -> OperationKind {
+        let allowed = format!("allowed: {} (one kind per entry)", OperationKind::allowed());
         match value {
             None => self.problem("kind", None, format!("missing; `kind` is required, {allowed}")),
-            Some(Value::String(s)) if s == "gemm" => {}
+            Some(Value::String(s)) => match OperationKind::from_manifest_name(s) {
+                Some(kind) => return kind,
+                None => self.problem(
+                    "kind",
+                    None,
+                    format!(
+                        "{} is not supported; {allowed}",
+                        describe(value.as_ref().unwrap())
+                    ),
+                ),
+            },
             Some(v) => self.problem(
                 "kind",
                 None,
                 format!("{} is not supported; {allowed}", describe(v)),
             ),
+        }
+        OperationKind::Gemm
+    }
+
+    /// The cargo feature the entry is built under: a feature name of the crate whose manifest
+    /// this is (letters, digits, `-` and `_`).
+    fn feature(&mut self, value: &Option<Value>) -> Option<String> {
+        let valid = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        };
+        match value.as_ref()? {
+            Value::String(s) if valid(s) => Some(s.clone()),
+            v => {
+                self.problem(
+                    "feature",
+                    None,
+                    format!(
+                        "{} is not a cargo feature name; give one feature of this crate (letters, digits,                          `-` and `_`), e.g. `feature: grouped`; the entry is then built only with that feature",
+                        describe(v)
+                    ),
+                );
+                None
+            }
         }
     }
 

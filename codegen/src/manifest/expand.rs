@@ -4,14 +4,15 @@ use super::entry::Entry;
 use super::values::Stages;
 use crate::model::{
     Activation, Api, AuxInput, AuxOutput, Broadcast, DType, Epilogue, EpilogueSchedule, Fusion, GemmKernel,
-    KernelSchedule, Layout, MathOp, OpClass, Reduction, Residual, Shape3, SplitK, Swizzle, TileScheduler,
+    GroupSchedule, KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction, Residual, Shape3,
+    SplitK, Swizzle, TileScheduler,
 };
 
 /// More kernels than this from one entry is surely a mistake (each one is compiled by nvcc).
 pub const MAX_KERNELS_PER_ENTRY: usize = 4096;
 
 /// How many fields an entry has (its `kind` and `name` aside).
-const FIELDS: usize = 31;
+const FIELDS: usize = 32;
 
 /// How many kernels `entry` expands to.
 pub fn count(e: &Entry) -> usize {
@@ -55,6 +56,7 @@ fn lengths(e: &Entry) -> [usize; FIELDS] {
         len(&e.residual),
         len(&e.aux_input),
         len(&e.reduction),
+        len(&e.group_schedule),
     ]
 }
 
@@ -104,14 +106,20 @@ pub fn expand(e: &Entry, origin: &str) -> Vec<GemmKernel> {
                     residual: pick(&e.residual, i[28]),
                     aux_input: pick(&e.aux_input, i[29]),
                     reduction: pick(&e.reduction, i[30]),
+                    group_schedule: pick(&e.group_schedule, i[31]),
                 },
+                e.kind,
                 origin,
             );
             let rust_name = match &e.name {
                 Some(template) => template.render(&kernel),
                 None => kernel.name.clone(),
             };
-            GemmKernel { rust_name, ..kernel }
+            GemmKernel {
+                rust_name,
+                feature: e.feature.clone(),
+                ..kernel
+            }
         })
         .collect()
 }
@@ -153,12 +161,13 @@ struct Choice {
     residual: Option<Residual>,
     aux_input: Option<AuxInput>,
     reduction: Option<Reduction>,
+    group_schedule: Option<GroupSchedule>,
 }
 
 /// Fills the defaults of the manifest format (documented in `mod.rs`). Keys of the other CUTLASS
 /// generation (`warps` on arch 90, `cluster` on arch 80, ...) were reported by `arch_keys.rs`;
 /// here they are ignored, so that the kernel's own rules can still be checked.
-fn resolve(c: Choice, origin: &str) -> GemmKernel {
+fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
     let opclass = c.opclass.unwrap_or(OpClass::TensorOp);
     let tensorop = opclass == OpClass::TensorOp;
     let accumulator = c.accumulator.unwrap_or(match c.a {
@@ -173,6 +182,9 @@ fn resolve(c: Choice, origin: &str) -> GemmKernel {
     let mut kernel = GemmKernel {
         name: String::new(),
         rust_name: String::new(),
+        kind,
+        group_schedule: c.group_schedule.unwrap_or(GroupSchedule::Device),
+        feature: None,
         arch: c.arch,
         opclass,
         element_a: c.a,

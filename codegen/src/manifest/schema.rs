@@ -57,4 +57,6 @@ pub struct RawOperation {
     pub residual: Option<Value>,
     pub aux_input: Option<Value>,
     pub reduction: Option<Value>,
+    pub group_schedule: Option<Value>,
+    pub feature: Option<Value>,
 }

@@ -5,14 +5,21 @@ use std::ffi::c_void;
 
 use cudarc::driver::CudaStream;
 
+pub mod fusion;
+mod problem;
+
 use crate::abi;
 use crate::device;
 use crate::error::Error;
-use crate::fusion::{FusedArgs, FusionOperands, HeldFusion};
+use crate::kernel::{HostCode, KernelInfo};
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
-use crate::model::{Api, Layout};
-use crate::registry::{GemmProblem, KernelInfo};
+use crate::model::{Api, Layout, Reduction, SplitK};
+use crate::params::{run_prepare, PrepareFn, Prepared};
 use crate::types::{Element, LayoutTag, Scalar};
+use fusion::{FusedArgs, FusionOperands, HeldFusion};
+
+pub use crate::params::PARAMS_CAPACITY;
+pub use problem::GemmProblem;
 
 /// A compiled GEMM kernel as a type (implemented by generated code, one type per kernel).
 pub trait GemmKernel {
@@ -77,28 +84,16 @@ impl<'a, K: GemmKernel> Gemm<'a, K> {
     }
 }
 
-/// Params bytes are copied into a buffer this large and aligned (the driver copies exactly the
-/// kernel's parameter size out of it).
-pub const PARAMS_CAPACITY: usize = 4096;
-
-#[repr(C, align(64))]
-struct ParamsBuffer([u8; PARAMS_CAPACITY]);
-
-/// Host-side result of a kernel's `prepare`: Params bytes and launch shape. Lives on the stack
-/// (no allocation per call).
-pub struct Prepared {
-    params: ParamsBuffer,
-    pub launch: abi::cutlass_aot_launch,
-}
-
-impl Prepared {
-    /// The kernel's Params as bytes.
-    pub fn params(&self) -> &[u8] {
-        &self.params.0[..self.launch.params_bytes as usize]
-    }
-}
-
 impl KernelInfo {
+    /// Whether a launch with `split_k_slices` may need a device workspace: stream-K scheduling,
+    /// serial split-K semaphores, parallel split-K partial sums, a reduction's partial row sums and
+    /// tile counters. Such launches go through the per-stream workspace cache.
+    pub fn may_need_workspace(&self, split_k_slices: usize) -> bool {
+        matches!(self.design.split_k(), SplitK::StreamK | SplitK::Parallel)
+            || self.epilogue.fusion.reduction != Reduction::None
+            || split_k_slices > 1
+    }
+
     /// Runs the kernel's host code on flat ABI arguments: CUTLASS's `can_implement`, then Params,
     /// grid, block, cluster, shared memory and workspace size. Touches no GPU; CUTLASS 3.x kernels
     /// need `args.encode_tiled` (the driver's TMA encoder) to build their Params.
@@ -123,7 +118,8 @@ impl KernelInfo {
         &'static self,
         args: &abi::cutlass_aot_gemm_args,
     ) -> Result<Result<Prepared, u64>, Error> {
-        prepare_with(self, self.prepare, args)
+        let (prepare, _) = host_code(self)?;
+        run_prepare(self, prepare, args, args.encode_tiled.is_some())
     }
 
     /// The device workspace a launch with `args` needs, in bytes (0: none): serial split-K
@@ -168,66 +164,26 @@ pub unsafe extern "C" fn no_tensor_map(
     0
 }
 
-/// Runs one of `info`'s generated prepare functions (the kernel's or its reduction's): `Ok(Err(bytes))`
-/// when the workspace is too small.
-fn prepare_with(
+/// The GEMM host functions of a kernel: its `prepare` and, for parallel split-K, the reduction's.
+fn host_code(
     info: &'static KernelInfo,
-    prepare: abi::cutlass_aot_gemm_prepare_fn,
-    args: &abi::cutlass_aot_gemm_args,
-) -> Result<Result<Prepared, u64>, Error> {
-    let prepare = prepare.ok_or(Error::NotBuilt { kernel: info.name })?;
-    let mut prepared = Prepared {
-        params: ParamsBuffer([0; PARAMS_CAPACITY]),
-        launch: abi::cutlass_aot_launch::default(),
-    };
-    // SAFETY: the generated function reads `args`, writes at most PARAMS_CAPACITY bytes into
-    // `params` (it checks the capacity) and fills `launch`.
-    let status = unsafe {
-        prepare(
-            args,
-            prepared.params.0.as_mut_ptr().cast(),
-            PARAMS_CAPACITY,
-            &mut prepared.launch,
-        )
-    };
-    use abi::cutlass_aot_status as S;
-    let message = match status {
-            s if s == S::CUTLASS_AOT_OK as i32 => return Ok(Ok(prepared)),
-            s if s == S::CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL as i32 => {
-                return Ok(Err(prepared.launch.workspace_bytes))
-            }
-            s if s == S::CUTLASS_AOT_ERROR_MISALIGNED_OPERAND as i32 => {
-                format!("CUTLASS rejected the problem: an extent is not a multiple of the kernel's alignment (A {}, B {}, C {})", info.alignment_a, info.alignment_b, info.alignment_c)
-            }
-            s if s == S::CUTLASS_AOT_ERROR_INVALID_PROBLEM as i32 => format!(
-                "CUTLASS's can_implement rejected the problem (extents, strides or alignment: the \
-                 contiguous extents, leading dimensions and batch strides of A and B must be multiples \
-                 of {} and {} elements, of C/D of {})",
-                info.alignment_a, info.alignment_b, info.alignment_c
+) -> Result<
+    (
+        PrepareFn<abi::cutlass_aot_gemm_args>,
+        Option<&'static crate::kernel::SplitKReduction>,
+    ),
+    Error,
+> {
+    match &info.host {
+        HostCode::Gemm { prepare, reduction } => Ok((*prepare, *reduction)),
+        _ => Err(Error::invalid(
+            info.name,
+            format!(
+                "this is a {} kernel, not a GEMM; launch it through its own module",
+                info.operation.kind()
             ),
-            s if s == S::CUTLASS_AOT_ERROR_NOT_SUPPORTED as i32 => "CUTLASS does not support this problem in this mode (split-K slices, batch and array mode must fit the kernel's split-K mode)".into(),
-            s if s == S::CUTLASS_AOT_ERROR_GRID_TOO_LARGE as i32 => {
-                "the launch grid would exceed 65535 blocks in y or z; split the problem or use a kernel with a larger tile".into()
-            }
-            s if s == S::CUTLASS_AOT_ERROR_TMA_ENCODE as i32 => {
-                let code = prepared.launch.driver_error;
-                if args.encode_tiled.is_none() {
-                    "CUTLASS 3.x Params need the driver's TMA encoder (args.encode_tiled), which was not given".into()
-                } else {
-                    format!(
-                        "the driver refused a TMA descriptor for this problem (CUresult {code}, {}): TMA needs \
-                         16-byte aligned addresses, leading dimensions and batch strides that are multiples of \
-                         16 bytes and below 2^40 bytes",
-                        crate::tma::driver_error_name(code)
-                    )
-                }
-            }
-            s if s == S::CUTLASS_AOT_ERROR_PARAMS_TOO_LARGE as i32 => {
-                return Err(Error::AbiMismatch { kernel: info.name, message: format!("Params larger than {PARAMS_CAPACITY} bytes") })
-            }
-            other => format!("CUTLASS internal error (status {other})"),
-        };
-    Err(Error::invalid(info.name, message))
+        )),
+    }
 }
 
 /// One operand as the checks see it: geometry, buffer length (elements) and device address.
@@ -376,10 +332,11 @@ impl Tuning {
         batch: usize,
         multiprocessors: u32,
     ) -> u32 {
-        if self.max_swizzle != 0 || info.api != Api::Cutlass3x {
+        if self.max_swizzle != 0 || info.api() != Api::Cutlass3x {
             return self.max_swizzle;
         }
-        let tiles = m.div_ceil(info.tile.m.max(1) as usize) * n.div_ceil(info.tile.n.max(1) as usize) * batch;
+        let tiles =
+            m.div_ceil(info.tile().m.max(1) as usize) * n.div_ceil(info.tile().n.max(1) as usize) * batch;
         if tiles >= 4 * multiprocessors as usize {
             8
         } else {
@@ -422,7 +379,7 @@ pub unsafe fn launch_raw_tuned(
         args.batch_count as usize,
         device.multiprocessors,
     ) as i32;
-    if info.api == Api::Cutlass3x {
+    if info.api() == Api::Cutlass3x {
         args.encode_tiled = crate::tma::encode_tiled(info.name)?;
     }
     ctx.bind_to_thread()
@@ -444,7 +401,7 @@ pub(crate) unsafe fn prepare_and_enqueue(
 ) -> Result<(), Error> {
     if !info.may_need_workspace(args.split_k_slices as usize) {
         let prepared = info.prepare(args)?;
-        return unsafe { enqueue_prepared(info, info.entry, stream, device, &prepared, 0) };
+        return unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, device, &prepared, 0) };
     }
     // Params embed the workspace address: hold the cache until every kernel is enqueued.
     let mut workspaces = crate::workspace::lock();
@@ -465,66 +422,20 @@ pub(crate) unsafe fn prepare_and_enqueue(
             }
         }
     };
-    let Some(reduction) = info.reduction else {
-        return unsafe { enqueue_prepared(info, info.entry, stream, device, &prepared, address) };
+    let Some(reduction) = host_code(info)?.1 else {
+        return unsafe {
+            crate::launch::enqueue_prepared(info, info.entry, stream, device, &prepared, address)
+        };
     };
     // Parallel split-K: both Params are built before anything is enqueued, so that an error
     // leaves nothing half-launched.
-    let reduce = prepare_with(info, reduction.prepare, args)?;
+    let reduce = run_prepare(info, reduction.prepare, args, args.encode_tiled.is_some())?;
     let reduce = reduce.map_err(|needed| Error::AbiMismatch {
         kernel: info.name,
         message: format!("the split-K reduction asked for {needed} bytes of workspace with {capacity} given"),
     })?;
-    unsafe { enqueue_prepared(info, info.entry, stream, device, &prepared, address)? };
-    unsafe { enqueue_prepared(info, reduction.entry, stream, device, &reduce, address) }
-}
-
-/// Checks the prepared launch of `entry` (the kernel's, or its reduction's) against the device and
-/// the loaded function, then enqueues it.
-///
-/// # Safety
-/// As [`launch_raw`]; `workspace` holds `prepared.launch.workspace_bytes` bytes.
-unsafe fn enqueue_prepared(
-    info: &'static KernelInfo,
-    entry: &'static std::ffi::CStr,
-    stream: &CudaStream,
-    device: &device::DeviceProps,
-    prepared: &Prepared,
-    workspace: u64,
-) -> Result<(), Error> {
-    let launch = &prepared.launch;
-    if launch.shared_mem_bytes > device.max_shared_memory_per_block_optin {
-        return Err(Error::UnsupportedDevice {
-            kernel: info.name,
-            message: format!(
-                "needs {} bytes of shared memory per block; this device allows {}",
-                launch.shared_mem_bytes, device.max_shared_memory_per_block_optin
-            ),
-        });
-    }
-    let function = info
-        .image
-        .function(stream.context(), entry, info.name, launch.shared_mem_bytes)?;
-    if function.param_bytes != launch.params_bytes as usize {
-        return Err(Error::AbiMismatch {
-            kernel: info.name,
-            message: format!(
-                "host Params are {} bytes, the device kernel takes {}",
-                launch.params_bytes, function.param_bytes
-            ),
-        });
-    }
-    // SAFETY: the function takes exactly one parameter of `param_bytes` bytes (checked above),
-    // which `prepare` wrote; every pointer inside was checked against its buffer's extent.
-    unsafe {
-        crate::launch::enqueue(
-            function.function.cu_function(),
-            stream,
-            launch,
-            prepared.params.0.as_ptr(),
-            workspace,
-        )
-    }
+    unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, device, &prepared, address)? };
+    unsafe { crate::launch::enqueue_prepared(info, reduction.entry, stream, device, &reduce, address) }
 }
 
 /// Checks operands against `info` on `device` and turns them into the flat ABI arguments of the
@@ -552,10 +463,10 @@ pub fn plan(
     )?;
     check_scalars(info, ops.alpha, ops.beta)?;
     let named = [
-        ("A", Some(&ops.a), info.layout_a),
-        ("B", Some(&ops.b), info.layout_b),
-        ("C", ops.c.as_ref(), info.layout_c),
-        ("D", Some(&ops.d), info.layout_c),
+        ("A", Some(&ops.a), info.gemm().a.layout),
+        ("B", Some(&ops.b), info.gemm().b.layout),
+        ("C", ops.c.as_ref(), info.gemm().c.layout),
+        ("D", Some(&ops.d), info.gemm().c.layout),
     ];
     for (name, operand, layout) in named {
         if let Some(op) = operand {
@@ -582,7 +493,13 @@ pub fn plan(
                 ),
             ));
         }
-        check_buffer(info.name, "the aux matrix", aux.len, &aux.shape, info.layout_c)?;
+        check_buffer(
+            info.name,
+            "the aux matrix",
+            aux.len,
+            &aux.shape,
+            info.gemm().c.layout,
+        )?;
     }
     // Without C, CUTLASS is given D as C with beta = 0, which it does not read.
     let c = ops.c.unwrap_or(ops.d);
@@ -598,13 +515,17 @@ pub fn plan(
         address_c: Some(address_c),
         compute_capability: Some(device.compute_capability),
         split_k_slices: ops.split_k_slices,
-        fusion: info.fusion,
-        epilogue: Some(info.epilogue),
+        fusion: info.epilogue.fusion,
+        epilogue: Some(info.epilogue.kind),
         fusion_operands: Some(ops.fusion),
         ..GemmProblem::new(
             (geometry.m, geometry.n, geometry.k),
-            (info.element_a, info.element_b, info.element_c),
-            (info.layout_a, info.layout_b, info.layout_c),
+            (
+                info.gemm().a.element,
+                info.gemm().b.element,
+                info.gemm().c.element,
+            ),
+            (info.gemm().a.layout, info.gemm().b.layout, info.gemm().c.layout),
         )
         .batched(geometry.batch)
     };
@@ -715,7 +636,7 @@ pub(crate) fn launch_args(
 
 /// Alpha and beta of an integer epilogue must be integers (a fraction would be truncated).
 pub(crate) fn check_scalars(info: &'static KernelInfo, alpha: f64, beta: f64) -> Result<(), Error> {
-    if info.element_epilogue.is_integer() {
+    if info.epilogue.compute.is_integer() {
         for (name, value) in [("alpha", alpha), ("beta", beta)] {
             if value.fract() != 0.0 || value.abs() > i32::MAX as f64 {
                 return Err(Error::invalid(
@@ -723,7 +644,7 @@ pub(crate) fn check_scalars(info: &'static KernelInfo, alpha: f64, beta: f64) ->
                     format!(
                         "{name} = {value}: this kernel's epilogue computes in {}, so alpha and beta must be \
                          integers in the i32 range (a fraction would be truncated)",
-                        info.element_epilogue
+                        info.epilogue.compute
                     ),
                 ));
             }
@@ -791,7 +712,7 @@ impl Geometry {
             return fail("D has a batch count of 0".into());
         }
         let one_matrix = MatrixShape { batch_count: 1, ..*d }
-            .required_len(info.layout_c)
+            .required_len(info.gemm().c.layout)
             .unwrap_or(usize::MAX);
         if batch > 1 && d.batch_stride < one_matrix {
             return fail(format!(

@@ -2,16 +2,16 @@
 //! leaky_relu's slope), typed for the generated functions and untyped for the checks, and the
 //! rules that check them against the kernel.
 //!
-//! What a kernel computes is its [`Fusion`] (in [`KernelInfo::fusion`]); the operands here only
+//! What a kernel computes is its [`Fusion`] (in `KernelInfo::epilogue.fusion`); the operands here only
 //! feed it. Every operand is checked before a launch: a missing or extra one, a wrong length or a
 //! misaligned address is an error that says what the kernel expects.
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 
-use crate::gemm::Operand;
+use super::Operand;
+use crate::kernel::{KernelInfo, Want};
 use crate::matrix::{MatrixMut, MatrixRef};
 use crate::model::{AuxInput, AuxOutput, Broadcast, Fusion, Reduction};
-use crate::registry::KernelInfo;
 use crate::GemmKernel;
 
 /// A vector operand of a fused epilogue (bias, alpha or beta vector), untyped: its length in
@@ -140,13 +140,13 @@ pub(crate) fn operand_rules(
     info: &KernelInfo,
     given: &FusionOperands,
     (m, n): (usize, usize),
-    want: &mut impl FnMut(bool, &dyn Fn() -> String),
+    want: &mut Want<'_>,
 ) {
-    let fusion = &info.fusion;
-    let c_bytes = info.element_c.bits() as usize / 8;
-    let scalar_bytes = info.element_epilogue.bits() as usize / 8;
+    let fusion = &info.epilogue.fusion;
+    let c_bytes = info.gemm().c.element.bits() as usize / 8;
+    let scalar_bytes = info.epilogue.compute.bits() as usize / 8;
     // Bias vectors are read in vectors of C's alignment, scale vectors in 128-bit vectors.
-    let bias_align = info.alignment_c as usize;
+    let bias_align = info.gemm().c.alignment as usize;
     let scale_align = (16 / scalar_bytes.max(1)).max(1);
     let vectors = [
         (
@@ -156,7 +156,7 @@ pub(crate) fn operand_rules(
             given.bias,
             bias_align,
             c_bytes,
-            info.element_c.to_string(),
+            info.gemm().c.element.to_string(),
         ),
         (
             "alpha vector",
@@ -165,7 +165,7 @@ pub(crate) fn operand_rules(
             given.alpha_vector,
             scale_align,
             scalar_bytes,
-            info.element_epilogue.to_string(),
+            info.epilogue.compute.to_string(),
         ),
         (
             "beta vector",
@@ -174,7 +174,7 @@ pub(crate) fn operand_rules(
             given.beta_vector,
             scale_align,
             scalar_bytes,
-            info.element_epilogue.to_string(),
+            info.epilogue.compute.to_string(),
         ),
     ];
     for (what, a_what, broadcast, vector, align, bytes, element) in vectors {
@@ -230,14 +230,16 @@ pub(crate) fn operand_rules(
             format!(
                 "missing aux output: this kernel also writes its pre-activation value, an {m}×{n} matrix of \
                  {} ({}-major); pass one",
-                info.element_c, info.layout_c
+                info.gemm().c.element,
+                info.gemm().c.layout
             )
         }),
         (_, AuxInput::PreActivation, false) => want(false, &|| {
             format!(
                 "missing aux input: this backward kernel reads the forward pass's pre-activation value, an \
                  {m}×{n} matrix of {} ({}-major); pass it",
-                info.element_c, info.layout_c
+                info.gemm().c.element,
+                info.gemm().c.layout
             )
         }),
         _ => {}
@@ -248,7 +250,7 @@ pub(crate) fn operand_rules(
             format!(
                 "missing reduction output: this kernel writes the row sums of D, m = {m} values of {}; pass a \
                  buffer for them",
-                info.element_epilogue
+                info.epilogue.compute
             )
         }),
         Some(_) if !row_sums => want(false, &|| {
@@ -290,11 +292,7 @@ fn extent_name(b: Broadcast) -> &'static str {
 }
 
 /// How the kernel's fusion differs from the one a problem asks for, one reason per difference.
-pub(crate) fn fusion_rules(
-    kernel: &Fusion,
-    wanted: &Fusion,
-    want: &mut impl FnMut(bool, &dyn Fn() -> String),
-) {
+pub(crate) fn fusion_rules(kernel: &Fusion, wanted: &Fusion, want: &mut Want<'_>) {
     want(kernel.activation == wanted.activation, &|| {
         format!(
             "the kernel applies {} but the problem asks for {}",

@@ -1,0 +1,226 @@
+//! One model for every kernel, whatever it computes: an **operation** part (what it computes, with
+//! its operands' types, layouts and alignments), a **design** part (how it is built: CUTLASS 2.x or
+//! 3.x choices) and an **epilogue** part — the CUTLASS API's `KernelMetadata { operands, design,
+//! epilogue }`. The build-time generator and the run-time registry both describe kernels with these
+//! types, so discovery filters on the same values the manifest spelled.
+
+use core::fmt;
+
+use crate::{
+    Api, DType, Epilogue, EpilogueSchedule, Fusion, KernelSchedule, Layout, MathOp, OpClass, Shape3, SplitK,
+    Swizzle, TileScheduler,
+};
+
+spelled_enum! {
+    /// What a kernel computes: the manifest's `kind`.
+    OperationKind {
+        /// D = alpha·A·B + beta·C, plain, split-K, batched or array (CUTLASS's universal GEMM).
+        Gemm = "gemm",
+        /// A list of independent GEMMs, each with its own extents and operands, in one launch.
+        GemmGrouped = "gemm_grouped",
+    }
+}
+
+spelled_enum! {
+    /// How a CUTLASS 2.x grouped kernel finds the tiles of its problems (PyCUTLASS's scheduling
+    /// modes). CUTLASS 3.x grouped kernels always schedule on the device.
+    GroupSchedule {
+        /// The kernel's problem visitor walks the problem list on the device.
+        Device = "device",
+        /// The schedule is precomputed on the host and uploaded with the arguments (needs the
+        /// problem sizes on the host).
+        Host = "host",
+    }
+}
+
+/// One operand's element type, layout and alignment (in elements: contiguous extents, leading
+/// dimensions, batch strides and addresses must be multiples of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TensorAttributes {
+    pub element: DType,
+    pub layout: Layout,
+    pub alignment: u32,
+}
+
+/// The operands of a GEMM-shaped operation: D (m×n) = alpha·A (m×k)·B (k×n) + beta·C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmOperation {
+    pub a: TensorAttributes,
+    pub b: TensorAttributes,
+    /// C and D (same type and layout).
+    pub c: TensorAttributes,
+    pub accumulator: DType,
+    /// The MMA's math (f32 operands as TF32, 3xTF32, fast f16/bf16; saturating integers).
+    pub math: MathOp,
+}
+
+/// A grouped GEMM: independent GEMMs with these operand types, each with its own extents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GroupedGemmOperation {
+    pub gemm: GemmOperation,
+    pub schedule: GroupSchedule,
+}
+
+/// What a kernel computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operation {
+    Gemm(GemmOperation),
+    GemmGrouped(GroupedGemmOperation),
+}
+
+impl Operation {
+    pub fn kind(&self) -> OperationKind {
+        match self {
+            Operation::Gemm(_) => OperationKind::Gemm,
+            Operation::GemmGrouped(_) => OperationKind::GemmGrouped,
+        }
+    }
+
+    /// The GEMM operands of a GEMM-shaped operation (plain and grouped GEMM).
+    pub fn gemm(&self) -> &GemmOperation {
+        match self {
+            Operation::Gemm(g) => g,
+            Operation::GemmGrouped(g) => &g.gemm,
+        }
+    }
+}
+
+/// How a CUTLASS 2.x kernel is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Design2x {
+    pub opclass: OpClass,
+    pub tile: Shape3,
+    /// Warps per threadblock.
+    pub warps: Shape3,
+    /// The MMA instruction.
+    pub instruction: Shape3,
+    pub stages: u32,
+    pub swizzle: Swizzle,
+    /// How K is split when a launch asks for split-K slices.
+    pub split_k: SplitK,
+}
+
+impl Design2x {
+    /// Warp tile = threadblock tile / warp count.
+    pub fn warp_tile(&self) -> Shape3 {
+        let w = |t: u32, n: u32| t.checked_div(n).unwrap_or(0);
+        Shape3::new(
+            w(self.tile.m, self.warps.m),
+            w(self.tile.n, self.warps.n),
+            w(self.tile.k, self.warps.k),
+        )
+    }
+
+    pub fn threads(&self) -> u32 {
+        32 * self.warps.m * self.warps.n * self.warps.k
+    }
+}
+
+/// How a CUTLASS 3.x kernel (collective builders, sm_90a) is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Design3x {
+    pub opclass: OpClass,
+    pub tile: Shape3,
+    /// Cluster shape in CTAs.
+    pub cluster: Shape3,
+    /// Pipeline stages; 0 = as many as fit.
+    pub stages: u32,
+    pub schedule: KernelSchedule,
+    pub epilogue_schedule: EpilogueSchedule,
+    pub tile_scheduler: TileScheduler,
+}
+
+/// How a kernel is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Design {
+    Cutlass2x(Design2x),
+    Cutlass3x(Design3x),
+}
+
+impl Design {
+    pub fn api(&self) -> Api {
+        match self {
+            Design::Cutlass2x(_) => Api::Cutlass2x,
+            Design::Cutlass3x(_) => Api::Cutlass3x,
+        }
+    }
+
+    pub fn opclass(&self) -> OpClass {
+        match self {
+            Design::Cutlass2x(d) => d.opclass,
+            Design::Cutlass3x(d) => d.opclass,
+        }
+    }
+
+    /// The threadblock (CTA) tile.
+    pub fn tile(&self) -> Shape3 {
+        match self {
+            Design::Cutlass2x(d) => d.tile,
+            Design::Cutlass3x(d) => d.tile,
+        }
+    }
+
+    /// Pipeline stages (0: as many as fit).
+    pub fn stages(&self) -> u32 {
+        match self {
+            Design::Cutlass2x(d) => d.stages,
+            Design::Cutlass3x(d) => d.stages,
+        }
+    }
+
+    /// The cluster shape (1x1x1 for CUTLASS 2.x).
+    pub fn cluster(&self) -> Shape3 {
+        match self {
+            Design::Cutlass2x(_) => Shape3::new(1, 1, 1),
+            Design::Cutlass3x(d) => d.cluster,
+        }
+    }
+
+    /// How K is split when a launch asks for split-K slices: a 2.x kernel's manifest choice;
+    /// 3.x stream-K kernels split in their scheduler, other 3.x kernels cannot.
+    pub fn split_k(&self) -> SplitK {
+        match self {
+            Design::Cutlass2x(d) => d.split_k,
+            Design::Cutlass3x(d) => match d.tile_scheduler {
+                TileScheduler::StreamK => SplitK::StreamK,
+                TileScheduler::Persistent => SplitK::None,
+            },
+        }
+    }
+
+    pub fn as_2x(&self) -> Option<&Design2x> {
+        match self {
+            Design::Cutlass2x(d) => Some(d),
+            Design::Cutlass3x(_) => None,
+        }
+    }
+
+    pub fn as_3x(&self) -> Option<&Design3x> {
+        match self {
+            Design::Cutlass3x(d) => Some(d),
+            Design::Cutlass2x(_) => None,
+        }
+    }
+}
+
+/// What the epilogue computes from the accumulators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EpilogueSpec {
+    /// The linear combination and its clamp.
+    pub kind: Epilogue,
+    /// The type alpha, beta and the epilogue's arithmetic use.
+    pub compute: DType,
+    /// Activation, bias, scale vectors, aux output or input, residual, row sums.
+    pub fusion: Fusion,
+}
+
+/// Everything a kernel is, but its names and code: the part generator and runtime share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelSpec {
+    /// Minimum compute capability, `major * 10 + minor`; CUTLASS 3.x kernels (sm_90a code) run
+    /// only on exactly this one.
+    pub min_compute_capability: u32,
+    pub operation: Operation,
+    pub design: Design,
+    pub epilogue: EpilogueSpec,
+}

@@ -1,0 +1,202 @@
+//! One description of every compiled kernel, whatever it computes — the CUTLASS API's
+//! `KernelMetadata`: common metadata (names, origin, minimum compute capability, image and entry),
+//! an [`Operation`] (what it computes: its operands' types, layouts and alignments), a [`Design`]
+//! (how it is built) and an [`EpilogueSpec`], plus the generated host code that builds its Params.
+//!
+//! Discovery works the same way for every operation: a problem type implements [`Problem`] (its
+//! rules against a kernel), and [`KernelInfo::supports`] adds the rules every kernel shares (device,
+//! device code), collecting every reason instead of stopping at the first.
+
+use std::ffi::CStr;
+use std::fmt;
+
+use crate::abi;
+use crate::image::Image;
+use crate::model::{Api, Design, EpilogueSpec, GemmOperation, Operation, OperationKind, Shape3};
+
+/// Everything known about one compiled kernel. Generated code creates one `static` per kernel.
+#[derive(Debug)]
+pub struct KernelInfo {
+    /// The name in CUTLASS's library naming (cross-checkable with CUTLASS's profiler).
+    pub name: &'static str,
+    /// The generated Rust module of the kernel.
+    pub rust_name: &'static str,
+    /// Manifest entry it came from (`file:line`).
+    pub origin: &'static str,
+    /// Minimum compute capability, `major * 10 + minor`. CUTLASS 3.x kernels (sm_90a code) run
+    /// only on exactly this one.
+    pub min_compute_capability: u32,
+    /// What the kernel computes, with its operands' types, layouts and alignments.
+    pub operation: Operation,
+    /// How the kernel is built (CUTLASS 2.x or 3.x choices).
+    pub design: Design,
+    /// What the epilogue computes: the linear combination's kind, compute type and fusion.
+    pub epilogue: EpilogueSpec,
+    #[doc(hidden)]
+    pub image: &'static Image,
+    #[doc(hidden)]
+    pub entry: &'static CStr,
+    /// The generated host functions (`None` in a binary built without nvcc).
+    #[doc(hidden)]
+    pub host: HostCode,
+}
+
+/// The generated host code of a kernel, by operation: the functions that build its Params.
+#[derive(Clone, Copy, Debug)]
+pub enum HostCode {
+    Gemm {
+        prepare: abi::cutlass_aot_gemm_prepare_fn,
+        /// The split-K reduction kernel built with a parallel split-K kernel.
+        reduction: Option<&'static SplitKReduction>,
+    },
+    GemmGrouped {
+        prepare: abi::cutlass_aot_grouped_prepare_fn,
+    },
+}
+
+impl HostCode {
+    /// Whether the host functions were compiled (false when built without nvcc).
+    pub fn is_built(&self) -> bool {
+        match self {
+            HostCode::Gemm { prepare, .. } => prepare.is_some(),
+            HostCode::GemmGrouped { prepare } => prepare.is_some(),
+        }
+    }
+}
+
+/// The reduction kernel of a parallel split-K kernel: it adds the partial sums the GEMM left in the
+/// workspace, applies alpha, beta and C, and writes D.
+#[derive(Debug)]
+pub struct SplitKReduction {
+    pub entry: &'static CStr,
+    pub prepare: abi::cutlass_aot_gemm_prepare_fn,
+}
+
+/// Why a kernel cannot run a problem: every reason found, not just the first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    pub kernel: &'static str,
+    pub reasons: Vec<String>,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} cannot run this problem: {}",
+            self.kernel,
+            self.reasons.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for Unsupported {}
+
+/// Collects the reasons a kernel cannot run a problem; a reason is formatted only when its rule
+/// fails (`supports()` runs on every launch).
+pub type Want<'a> = dyn FnMut(bool, &dyn Fn() -> String) + 'a;
+
+/// A problem of one operation, as discovery sees it (`GemmProblem`, `GroupedProblem`, ...).
+pub trait Problem {
+    /// The operation the problem asks for.
+    fn operation(&self) -> OperationKind;
+
+    /// The compute capability of the device that will run it, when known.
+    fn compute_capability(&self) -> Option<u32>;
+
+    /// Checks the problem against `kernel`, whose operation is [`Problem::operation`]: calls
+    /// `want(rule holds, reason)` for every rule of the operation.
+    fn rules(&self, kernel: &KernelInfo, want: &mut Want<'_>);
+}
+
+impl KernelInfo {
+    /// CUTLASS 2.x or 3.x.
+    pub fn api(&self) -> Api {
+        self.design.api()
+    }
+
+    /// The threadblock (CTA) tile.
+    pub fn tile(&self) -> Shape3 {
+        self.design.tile()
+    }
+
+    /// The GEMM operands of a GEMM-shaped kernel (plain and grouped GEMM).
+    pub fn gemm(&self) -> &GemmOperation {
+        self.operation.gemm()
+    }
+
+    /// The split-K reduction kernel built with a parallel split-K GEMM kernel.
+    pub fn split_k_reduction(&self) -> Option<&'static SplitKReduction> {
+        match self.host {
+            HostCode::Gemm { reduction, .. } => reduction,
+            _ => None,
+        }
+    }
+
+    /// Whether this binary holds device code for the kernel (false when built without nvcc).
+    pub fn has_device_code(&self) -> bool {
+        self.host.is_built() && self.image.has_code()
+    }
+
+    /// K's tiles: the most split-K slices that each get at least one tile of K.
+    pub fn k_tiles(&self, k: usize) -> usize {
+        k.div_ceil(self.tile().k.max(1) as usize)
+    }
+
+    /// Whether the kernel's code runs on a device of compute capability `cc` (`major * 10 + minor`):
+    /// 2.x kernels on their architecture and newer; 3.x kernels (sm_90a code, whose instructions
+    /// exist on no other architecture) on exactly theirs.
+    pub fn runs_on(&self, cc: u32) -> Result<(), String> {
+        let need = self.min_compute_capability;
+        let version = |v: u32| format!("{}.{}", v / 10, v % 10);
+        match self.api() {
+            Api::Cutlass2x if cc < need => Err(format!(
+                "the device has compute capability {} but the kernel needs {} or newer",
+                version(cc),
+                version(need)
+            )),
+            Api::Cutlass3x if cc != need => Err(format!(
+                "the device has compute capability {} but this CUTLASS 3.x kernel is sm_{need}a code, \
+                 which runs only on compute capability {} (Hopper)",
+                version(cc),
+                version(need)
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks `problem` against this kernel; `Err` lists every reason it cannot run it.
+    pub fn supports<P: Problem + ?Sized>(&self, problem: &P) -> Result<(), Unsupported> {
+        let mut reasons = Vec::new();
+        let mut want = |ok: bool, reason: &dyn Fn() -> String| {
+            if !ok {
+                reasons.push(reason())
+            }
+        };
+        let asked = problem.operation();
+        let kind = self.operation.kind();
+        if asked == kind {
+            problem.rules(self, &mut want);
+        } else {
+            // Another operation's rules would only add noise.
+            want(false, &|| {
+                format!("this is a {kind} kernel but the problem is a {asked}")
+            });
+        }
+        if let Some(cc) = problem.compute_capability() {
+            let runs = self.runs_on(cc);
+            want(runs.is_ok(), &|| runs.clone().err().unwrap_or_default());
+        }
+        want(self.has_device_code(), &|| {
+            "this binary was built without device code (CUTLASS_AOT_NO_NVCC or DOCS_RS)".to_string()
+        });
+        if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(Unsupported {
+                kernel: self.name,
+                reasons,
+            })
+        }
+    }
+}
