@@ -41,6 +41,33 @@ pub(crate) struct LoadedFunction {
     pub param_bytes: usize,
     /// Dynamic shared memory the function has been allowed so far.
     pub shared_memory_limit: u32,
+    /// Resident blocks per multiprocessor, once asked for (block size, shared memory, count).
+    occupancy: Option<(u32, u32, u32)>,
+}
+
+impl LoadedFunction {
+    /// How many blocks of `block` threads with `shared_memory` bytes of dynamic shared memory
+    /// fit on one multiprocessor at once (the driver's occupancy calculator).
+    pub(crate) fn occupancy(&self, block: u32, shared_memory: u32) -> Result<u32, Error> {
+        if let Some((b, s, count)) = self.occupancy {
+            if (b, s) == (block, shared_memory) {
+                return Ok(count);
+            }
+        }
+        let mut count = 0i32;
+        // SAFETY: valid function handle; out-pointer to a local.
+        unsafe {
+            cudarc::driver::sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut count,
+                self.function.cu_function(),
+                block as i32,
+                shared_memory as usize,
+            )
+        }
+        .result()
+        .map_err(Error::driver("asking the driver for the kernel's occupancy"))?;
+        Ok(count.max(0) as u32)
+    }
 }
 
 impl Image {
@@ -113,6 +140,7 @@ impl Image {
                         function,
                         param_bytes,
                         shared_memory_limit: 48 * 1024,
+                        occupancy: None,
                     },
                 ));
                 image.functions.len() - 1
@@ -130,6 +158,32 @@ impl Image {
             slot.shared_memory_limit = shared_memory;
         }
         Ok(slot.clone())
+    }
+
+    /// [`LoadedFunction::occupancy`] of `entry` in `ctx`, computed once per context and kept.
+    pub(crate) fn occupancy(
+        &self,
+        ctx: &Arc<CudaContext>,
+        entry: &'static CStr,
+        kernel: &'static str,
+        (block, shared_memory): (u32, u32),
+    ) -> Result<u32, Error> {
+        let function = self.function(ctx, entry, kernel, shared_memory)?;
+        let count = function.occupancy(block, shared_memory)?;
+        let key = ctx.cu_ctx() as usize;
+        let mut loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(slot) = loaded
+            .iter_mut()
+            .filter(|l| l.context == key)
+            .flat_map(|l| l.functions.iter_mut())
+            .find(|(name, _)| *name == entry)
+        {
+            slot.1.occupancy = Some((block, shared_memory, count));
+        }
+        Ok(count)
     }
 }
 

@@ -64,6 +64,10 @@ impl HostCode {
     }
 }
 
+/// The entry of the kernel every grouped image carries to fill a grouped launch's arguments on the
+/// device (`cutlass_glue/include/cutlass_aot/grouped_setup.cuh`).
+pub(crate) const GROUPED_SETUP_ENTRY: &CStr = c"cutlass_aot_grouped_setup";
+
 /// The reduction kernel of a parallel split-K kernel: it adds the partial sums the GEMM left in the
 /// workspace, applies alpha, beta and C, and writes D.
 #[derive(Debug)]
@@ -131,6 +135,27 @@ impl KernelInfo {
             HostCode::Gemm { reduction, .. } => reduction,
             _ => None,
         }
+    }
+
+    /// Loads the kernel's image into `ctx` with every function a launch uses (the kernel, a
+    /// parallel split-K reduction, the grouped setup kernel). Launches load lazily on first use,
+    /// and the driver may synchronise the context while it loads an image; call this once ahead of
+    /// time where even the first launch must not wait (a device-resident MoE layer on a busy
+    /// stream, say).
+    pub fn load(&'static self, ctx: &std::sync::Arc<cudarc::driver::CudaContext>) -> Result<(), crate::Error> {
+        let mut entries = vec![self.entry];
+        match self.host {
+            HostCode::Gemm {
+                reduction: Some(reduction),
+                ..
+            } => entries.push(reduction.entry),
+            HostCode::GemmGrouped { .. } => entries.push(GROUPED_SETUP_ENTRY),
+            HostCode::Gemm { reduction: None, .. } => {}
+        }
+        for entry in entries {
+            self.image.function(ctx, entry, self.name, 0)?;
+        }
+        Ok(())
     }
 
     /// Whether this binary holds device code for the kernel (false when built without nvcc).

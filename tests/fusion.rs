@@ -11,9 +11,7 @@ use cutlass_aot::gemm::plan;
 use cutlass_aot::model::{
     Activation, Api, AuxInput, AuxOutput, Broadcast, Epilogue, Fusion, Reduction, Residual,
 };
-use cutlass_aot::{
-    kernels, FusionOperands, GemmOperands, GemmProblem, KernelInfo, MatrixShape, VectorOperand,
-};
+use cutlass_aot::{FusionOperands, GemmOperands, GemmProblem, KernelInfo, MatrixShape, VectorOperand};
 
 const ADDR_BIAS: u64 = 0x7f50_0000_0000;
 const ADDR_AUX: u64 = 0x7f60_0000_0000;
@@ -61,7 +59,11 @@ fn fused_operands(info: &KernelInfo, (m, n, k): (usize, usize, usize)) -> GemmOp
 }
 
 fn fused_kernels() -> impl Iterator<Item = &'static KernelInfo> {
-    kernels::REGISTRY.all().iter().copied().filter(|k| !k.is_plain())
+    common::gemm_registry()
+        .all()
+        .iter()
+        .copied()
+        .filter(|k| !k.is_plain())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -72,7 +74,7 @@ fn fused_kernels() -> impl Iterator<Item = &'static KernelInfo> {
 fn every_activation_is_built_on_both_generations() {
     for &activation in Activation::ALL.iter().filter(|&&a| a != Activation::Identity) {
         for api in [Api::Cutlass2x, Api::Cutlass3x] {
-            let found = kernels::REGISTRY
+            let found = common::gemm_registry()
                 .filter(|k| k.api() == api && k.epilogue.fusion.activation == activation)
                 .count();
             assert!(found > 0, "no {api} kernel applies {activation}");
@@ -130,10 +132,10 @@ fn fused_kernels_carry_their_fusion_in_metadata_and_names() {
         Activation::LeakyRelu
     );
     // Names are unique across fusions of one configuration.
-    let mut names: Vec<_> = kernels::REGISTRY.all().iter().map(|k| k.name).collect();
+    let mut names: Vec<_> = common::gemm_registry().all().iter().map(|k| k.name).collect();
     names.sort_unstable();
     names.dedup();
-    assert_eq!(names.len(), kernels::REGISTRY.all().len());
+    assert_eq!(names.len(), common::gemm_registry().all().len());
 }
 
 #[test]
@@ -145,7 +147,7 @@ fn discovery_filters_on_the_fusion() {
         ..Fusion::NONE
     };
     let fused = problem(info, 4096, 4096, 4096).fused(wanted, None);
-    let found: Vec<_> = kernels::REGISTRY
+    let found: Vec<_> = common::gemm_registry()
         .get_kernels(&fused, |_| true)
         .map(|k| k.rust_name)
         .collect();
@@ -158,12 +160,12 @@ fn discovery_filters_on_the_fusion() {
     );
     // A plain problem finds no fused kernel, and a fused problem no plain one.
     let plain = problem(info, 4096, 4096, 4096);
-    assert!(kernels::REGISTRY
+    assert!(common::gemm_registry()
         .get_kernels(&plain, |_| true)
         .all(|k| k.epilogue.fusion.is_none()));
-    assert!(kernels::REGISTRY.get_kernels(&plain, |_| true).count() > 0);
+    assert!(common::gemm_registry().get_kernels(&plain, |_| true).count() > 0);
     // Filtering by metadata alone: every kernel with a per-column bias.
-    let with_bias = kernels::REGISTRY
+    let with_bias = common::gemm_registry()
         .filter(|k| k.epilogue.fusion.bias == Broadcast::PerCol)
         .count();
     assert!(with_bias >= 4, "{with_bias}");

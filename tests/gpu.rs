@@ -1152,7 +1152,12 @@ fn main() {
             Ok(ctx) => body(&ctx).map(|()| Completion::Completed),
         }));
     };
-    for info in REGISTRY.all() {
+    // Grouped kernels have their own suite (gpu_grouped.rs).
+    for info in REGISTRY
+        .all()
+        .iter()
+        .filter(|k| k.operation.kind() == cutlass_aot::model::OperationKind::Gemm)
+    {
         for &case in CASES {
             // Parallel split-K kernels reduce one GEMM; their refusal of batches is tested below.
             if info.design.split_k() == SplitK::Parallel && case.batch > 1 {

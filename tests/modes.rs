@@ -12,7 +12,7 @@ use cutlass_aot::abi::{cutlass_aot_gemm_args, cutlass_aot_gemm_mode};
 use cutlass_aot::array::{plan_array, ArrayOperand, ArrayOperands};
 use cutlass_aot::gemm::plan;
 use cutlass_aot::model::{Api, DType, Epilogue, Layout, MathOp, SplitK, Swizzle};
-use cutlass_aot::{kernels, GemmOperands, GemmProblem, KernelInfo, MatrixShape};
+use cutlass_aot::{GemmOperands, GemmProblem, KernelInfo, MatrixShape};
 
 const ADDR_WORKSPACE: u64 = 0x7f40_0000_0000;
 
@@ -104,7 +104,7 @@ fn mode_kernels_carry_their_math_split_k_swizzle_and_epilogue() {
     );
 
     // Every 2.x kernel splits serially unless it says otherwise; 3.x ones only with stream-K.
-    for k in kernels::REGISTRY.all() {
+    for k in common::gemm_registry().all() {
         let expected = match (k.api(), k.design.as_3x().map(|d| d.tile_scheduler)) {
             (Api::Cutlass2x, _) if k.rust_name.ends_with("_parallel") => SplitK::Parallel,
             (Api::Cutlass2x, _) => SplitK::Serial,
@@ -155,13 +155,13 @@ fn interleaved_int8_kernel_takes_groups_of_32() {
 #[test]
 fn discovery_filters_on_split_k_and_math() {
     let p = problem(kernel("gemm_f32_3xtf32_tn"), 4096, 4096, 4096).on_compute_capability(90);
-    let fast: Vec<_> = kernels::REGISTRY
+    let fast: Vec<_> = common::gemm_registry()
         .get_kernels(&p, |k| k.gemm().math == MathOp::MultiplyAddFastF32)
         .map(|k| k.rust_name)
         .collect();
     assert_eq!(fast, ["gemm_f32_3xtf32_tn"]);
     let f16 = kernel("gemm_f16_tn");
-    let parallel: Vec<_> = kernels::REGISTRY
+    let parallel: Vec<_> = common::gemm_registry()
         .get_kernels(&problem(f16, 1024, 1024, 32768).split_k(8), |k| {
             k.design.split_k() == SplitK::Parallel
         })
@@ -580,7 +580,7 @@ fn dispatch_keeps_f32_accuracy_and_skips_parallel_kernels_without_slices() {
     )
     .on_compute_capability(80);
     let (picked, _) = dispatch::select(
-        &kernels::REGISTRY,
+        &common::gemm_registry(),
         &dispatch::Table::new("none", "", &[]),
         &f32_problem,
         108,
@@ -601,7 +601,7 @@ fn dispatch_keeps_f32_accuracy_and_skips_parallel_kernels_without_slices() {
     )
     .on_compute_capability(80);
     let (picked, _) = dispatch::select(
-        &kernels::REGISTRY,
+        &common::gemm_registry(),
         &dispatch::Table::new("none", "", &[]),
         &f16_problem,
         108,

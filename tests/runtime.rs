@@ -63,7 +63,7 @@ const MANIFEST_ORDER_MODES: [&str; 12] = [
 
 /// The CUTLASS 2.x kernels of the registry (its first `MANIFEST_ORDER_2X.len()` entries).
 fn kernels_2x() -> &'static [&'static KernelInfo] {
-    &kernels::REGISTRY.all()[..MANIFEST_ORDER_2X.len()]
+    &common::gemm_registry().all()[..MANIFEST_ORDER_2X.len()]
 }
 
 /// Makes an operand a batch of `count` packed matrices (stride = one matrix), resizing its buffer.
@@ -175,7 +175,7 @@ fn threads(info: &KernelInfo) -> u32 {
 
 #[test]
 fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
-    let all = kernels::REGISTRY.all();
+    let all = common::gemm_registry().all();
     // The 13 arch-80 kernels first, in manifest order; the arch-90 (CUTLASS 3.x) ones after them
     // (their list is checked in runtime_3x.rs); then the 2.x kernels of every mode and number
     // format (checked in modes.rs).
@@ -223,8 +223,8 @@ fn registry_by_name_finds_library_and_rust_names() {
         info.name,
         "cutlass_tensorop_f16_s16816gemm_f16_128x256_64x3_tnt_align8"
     );
-    let by_rust = kernels::REGISTRY.by_name("gemm_f16_tn").unwrap();
-    let by_lib = kernels::REGISTRY
+    let by_rust = common::gemm_registry().by_name("gemm_f16_tn").unwrap();
+    let by_lib = common::gemm_registry()
         .by_name("cutlass_tensorop_f16_s16816gemm_f16_128x256_64x3_tnt_align8")
         .unwrap();
     assert!(std::ptr::eq(by_rust, info));
@@ -232,21 +232,24 @@ fn registry_by_name_finds_library_and_rust_names() {
     // The typed kernel points at the same static.
     assert!(std::ptr::eq(kernels::gemm_f16_tn::Kernel::info(), info));
     // Every kernel round-trips through both names.
-    for k in kernels::REGISTRY.all() {
-        assert!(std::ptr::eq(kernels::REGISTRY.by_name(k.name).unwrap(), *k));
-        assert!(std::ptr::eq(kernels::REGISTRY.by_name(k.rust_name).unwrap(), *k));
+    for k in common::gemm_registry().all() {
+        assert!(std::ptr::eq(common::gemm_registry().by_name(k.name).unwrap(), *k));
+        assert!(std::ptr::eq(
+            common::gemm_registry().by_name(k.rust_name).unwrap(),
+            *k
+        ));
     }
-    assert!(kernels::REGISTRY.by_name("gemm_f16_xx").is_none());
-    assert!(kernels::REGISTRY.by_name("").is_none());
+    assert!(common::gemm_registry().by_name("gemm_f16_xx").is_none());
+    assert!(common::gemm_registry().by_name("").is_none());
     // Exact match only: a prefix of a name is not a name.
-    assert!(kernels::REGISTRY.by_name("gemm_f16").is_none());
+    assert!(common::gemm_registry().by_name("gemm_f16").is_none());
 }
 
 #[test]
 fn registry_filter_by_metadata() {
     // Among the plain 2.x kernels (runtime_3x.rs filters the 3.x ones, fusion.rs the fused ones).
     let names = |pred: &dyn Fn(&KernelInfo) -> bool| -> Vec<&str> {
-        kernels::REGISTRY
+        common::gemm_registry()
             .filter(|k| k.api() == Api::Cutlass2x && k.is_plain() && pred(k))
             .map(|k| k.rust_name)
             .collect()
@@ -293,7 +296,7 @@ fn registry_filter_by_metadata() {
     );
     assert_eq!(names(&|_| true).len(), 13 + MANIFEST_ORDER_MODES.len());
     // Besides it, only the transposed small-M Hopper kernels have a column-major C.
-    assert!(kernels::REGISTRY
+    assert!(common::gemm_registry()
         .filter(|k| k.gemm().c.layout == Layout::Column && k.api() == Api::Cutlass3x)
         .all(|k| k.rust_name.ends_with("_streamk_tnn")));
 }
@@ -307,7 +310,7 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
         (Layout::Row, Layout::Column, Layout::Row),
     )
     .on_compute_capability(80);
-    let found: HashSet<_> = kernels::REGISTRY
+    let found: HashSet<_> = common::gemm_registry()
         .get_kernels(&problem, |_| true)
         .map(|k| k.rust_name)
         .collect();
@@ -326,11 +329,11 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
     // On an H100 (9.0) the f16 CUTLASS 3.x kernels (all row × column → row, alignment 8) join
     // them.
     let hopper = problem.clone().on_compute_capability(90);
-    let found_3x: Vec<_> = kernels::REGISTRY
+    let found_3x: Vec<_> = common::gemm_registry()
         .get_kernels(&hopper, |k| k.api() == Api::Cutlass3x)
         .map(|k| k.rust_name)
         .collect();
-    let f16_3x: Vec<_> = kernels::REGISTRY
+    let f16_3x: Vec<_> = common::gemm_registry()
         .filter(|k| {
             k.api() == Api::Cutlass3x
                 && k.is_plain()
@@ -346,14 +349,14 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
         "{found_3x:?}"
     );
     assert_eq!(
-        kernels::REGISTRY
+        common::gemm_registry()
             .get_kernels(&hopper, |k| k.api() == Api::Cutlass2x)
             .count(),
         found.len()
     );
 
     // The metadata predicate narrows the set.
-    let identity: Vec<_> = kernels::REGISTRY
+    let identity: Vec<_> = common::gemm_registry()
         .get_kernels(&problem, |k| {
             k.design.as_2x().is_some_and(|d| d.swizzle == Swizzle::Identity8)
         })
@@ -367,7 +370,7 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
             "gemm_f16_tn_128x128_splitk_parallel"
         ]
     );
-    let big_tiles: Vec<_> = kernels::REGISTRY
+    let big_tiles: Vec<_> = common::gemm_registry()
         .get_kernels(&problem, |k| k.tile().n >= 256)
         .map(|k| k.rust_name)
         .collect();
@@ -375,14 +378,14 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
 
     // On a Turing device (7.5) nothing runs it.
     let turing = problem.clone().on_compute_capability(75);
-    assert_eq!(kernels::REGISTRY.get_kernels(&turing, |_| true).count(), 0);
+    assert_eq!(common::gemm_registry().get_kernels(&turing, |_| true).count(), 0);
     // An extent no f16 kernel can read in 8-element vectors: nothing runs it either, on any device.
     let odd = GemmProblem {
         k: 4095,
         compute_capability: None,
         ..problem
     };
-    assert_eq!(kernels::REGISTRY.get_kernels(&odd, |_| true).count(), 0);
+    assert_eq!(common::gemm_registry().get_kernels(&odd, |_| true).count(), 0);
 }
 
 #[test]
@@ -393,7 +396,7 @@ fn get_kernels_f64_and_f32_problems() {
         (DType::F64, DType::F64, DType::F64),
         (Layout::Row, Layout::Row, Layout::Row),
     );
-    let found: Vec<_> = kernels::REGISTRY
+    let found: Vec<_> = common::gemm_registry()
         .get_kernels(&f64_problem, |_| true)
         .map(|k| k.rust_name)
         .collect();
@@ -405,7 +408,7 @@ fn get_kernels_f64_and_f32_problems() {
         (DType::F32, DType::F32, DType::F32),
         (Layout::Row, Layout::Row, Layout::Row),
     );
-    let found: Vec<_> = kernels::REGISTRY
+    let found: Vec<_> = common::gemm_registry()
         .get_kernels(&f32_problem, |_| true)
         .map(|k| k.rust_name)
         .collect();
@@ -415,7 +418,7 @@ fn get_kernels_f64_and_f32_problems() {
         n: 255,
         ..f32_problem
     };
-    let found: Vec<_> = kernels::REGISTRY
+    let found: Vec<_> = common::gemm_registry()
         .get_kernels(&odd, |_| true)
         .map(|k| k.rust_name)
         .collect();
@@ -425,7 +428,7 @@ fn get_kernels_f64_and_f32_problems() {
 #[test]
 fn every_kernel_has_device_code_and_manifest_metadata() {
     // Every kernel, 3.x included, has device code and names its manifest entry.
-    for k in kernels::REGISTRY.all() {
+    for k in common::gemm_registry().all() {
         assert!(k.has_device_code(), "{} has no device code", k.rust_name);
         assert_eq!(k.origin.split(':').next(), Some("kernel_manifest.yaml"));
         assert_eq!(

@@ -144,7 +144,7 @@ fn spec(rust_name: &str) -> Spec {
 // ---------------------------------------------------------------------------------------------
 
 fn kernels_3x() -> &'static [&'static KernelInfo] {
-    &kernels::REGISTRY.all()[COUNT_2X..COUNT_2X + MANIFEST_ORDER_3X.len()]
+    &common::gemm_registry().all()[COUNT_2X..COUNT_2X + MANIFEST_ORDER_3X.len()]
 }
 
 fn with_c(mut ops: GemmOperands, layout: Layout, beta: f64) -> GemmOperands {
@@ -428,7 +428,7 @@ fn fake_descriptor(address: u64) -> Vec<u8> {
 
 #[test]
 fn registry_lists_the_3x_kernels_after_the_2x_ones_in_manifest_order() {
-    let all = kernels::REGISTRY.all();
+    let all = common::gemm_registry().all();
     // 2.x kernels, 3.x kernels, the 2.x mode kernels, then the fused kernels (fusion.rs).
     let plain = COUNT_2X + MANIFEST_ORDER_3X.len() + COUNT_2X_MODES;
     assert!(all[..plain].iter().all(|k| k.is_plain()));
@@ -450,7 +450,9 @@ fn registry_lists_the_3x_kernels_after_the_2x_ones_in_manifest_order() {
     assert_eq!(library.len(), MANIFEST_ORDER_3X.len(), "library names are unique");
     // Typed modules point at the registry's statics.
     assert!(std::ptr::eq(
-        kernels::REGISTRY.by_name("bf16_sm90_128x128x64_streamk").unwrap(),
+        common::gemm_registry()
+            .by_name("bf16_sm90_128x128x64_streamk")
+            .unwrap(),
         &kernels::bf16_sm90_128x128x64_streamk::INFO
     ));
     assert!(std::ptr::eq(
@@ -589,7 +591,7 @@ fn registry_3x_metadata_follows_the_manifest() {
 fn registry_filters_3x_kernels_by_schedule_and_cluster() {
     // Among the plain kernels (fusion.rs filters the fused ones).
     let names = |pred: &dyn Fn(&KernelInfo) -> bool| -> Vec<&str> {
-        kernels::REGISTRY
+        common::gemm_registry()
             .filter(|k| k.is_plain() && pred(k))
             .map(|k| k.rust_name)
             .collect()
@@ -634,7 +636,7 @@ fn registry_filters_3x_kernels_by_schedule_and_cluster() {
         10
     );
     // 2.x kernels have a 2.x design (no 3.x scheduling) and act as 1x1x1 clusters.
-    for k in &kernels::REGISTRY.all()[..COUNT_2X] {
+    for k in &common::gemm_registry().all()[..COUNT_2X] {
         assert_eq!(k.design.cluster(), Shape3::new(1, 1, 1), "{}", k.rust_name);
         assert!(k.design.as_3x().is_none(), "{}", k.rust_name);
         assert!(!k.may_need_workspace(1));
@@ -674,7 +676,7 @@ fn kernels_3x_run_only_on_compute_capability_9_0() {
         }
     }
     // 2.x kernels still run on 8.0 and everything newer, Hopper included.
-    for k in &kernels::REGISTRY.all()[..COUNT_2X] {
+    for k in &common::gemm_registry().all()[..COUNT_2X] {
         for cc in [80, 86, 89, 90, 100] {
             assert_eq!(k.runs_on(cc), Ok(()), "{} on {cc}", k.rust_name);
         }
@@ -1105,7 +1107,7 @@ fn bf16_tn(m: usize, n: usize, k: usize, cc: u32) -> GemmProblem {
 }
 
 fn select(problem: &GemmProblem) -> Result<(&'static KernelInfo, Choice), Error> {
-    dispatch::select(&kernels::REGISTRY, &EMPTY, problem, 132)
+    dispatch::select(&common::gemm_registry(), &EMPTY, problem, 132)
 }
 
 fn assert_close(got: f64, want: f64, what: &str) {
@@ -1153,8 +1155,13 @@ fn heuristic_picks_a_3x_kernel_on_hopper_for_4096_cubed() {
 
     // On an A100 only the 2.x kernel runs it (the 2.x 128×256 kernel would tie with the 3.x one
     // on Hopper; 3.x kernels are preferred there).
-    let (chosen, choice) =
-        dispatch::select(&kernels::REGISTRY, &EMPTY, &bf16_tn(4096, 4096, 4096, 80), 108).unwrap();
+    let (chosen, choice) = dispatch::select(
+        &common::gemm_registry(),
+        &EMPTY,
+        &bf16_tn(4096, 4096, 4096, 80),
+        108,
+    )
+    .unwrap();
     assert_eq!(chosen.rust_name, "gemm_bf16_tn");
     assert_eq!(choice, Choice::Heuristic);
     assert_eq!(chosen.api(), Api::Cutlass2x);
@@ -1206,12 +1213,12 @@ fn small_m_problems_run_transposed_on_narrow_n_tiles() {
         1.1 * (32.0 * 128.0 * 32.0 * 8192.0) / 132.0 * 2.25,
         "128x32 transposed",
     );
-    let chosen = dispatch::select_any_orientation(&kernels::REGISTRY, &EMPTY, &problem, 132).unwrap();
+    let chosen = dispatch::select_any_orientation(&common::gemm_registry(), &EMPTY, &problem, 132).unwrap();
     assert_eq!(chosen.kernel.rust_name, "bf16_sm90_128x32x128_streamk_tnn");
     assert_eq!(chosen.orientation, dispatch::Orientation::Transposed);
     // A large square stays as given.
     let square = bf16_tn(4096, 4096, 4096, 90);
-    let chosen = dispatch::select_any_orientation(&kernels::REGISTRY, &EMPTY, &square, 132).unwrap();
+    let chosen = dispatch::select_any_orientation(&common::gemm_registry(), &EMPTY, &square, 132).unwrap();
     assert_eq!(chosen.orientation, dispatch::Orientation::AsGiven);
     assert_eq!(chosen.kernel.rust_name, "bf16_sm90_128x256x64_2x1x1_cooperative");
     // The transposed operands are the same buffers with rows and columns exchanged.
@@ -1397,8 +1404,13 @@ fn table_lookup_takes_the_nearest_shape_whose_kernel_supports_the_problem() {
     assert_eq!(entry(&bf16_tn(4096, 4096, 4092, 90)), None);
 
     // select reports where the choice came from.
-    let (chosen, choice) =
-        dispatch::select(&kernels::REGISTRY, &TABLE, &bf16_tn(4000, 4096, 4096, 90), 132).unwrap();
+    let (chosen, choice) = dispatch::select(
+        &common::gemm_registry(),
+        &TABLE,
+        &bf16_tn(4000, 4096, 4096, 90),
+        132,
+    )
+    .unwrap();
     assert_eq!(chosen.rust_name, "bf16_sm90_128x128x64_1x2x1_cooperative");
     assert_eq!(
         choice,
@@ -1409,8 +1421,13 @@ fn table_lookup_takes_the_nearest_shape_whose_kernel_supports_the_problem() {
             batch: 1
         }
     );
-    let (chosen, choice) =
-        dispatch::select(&kernels::REGISTRY, &TABLE, &bf16_tn(16, 4096, 8192, 80), 108).unwrap();
+    let (chosen, choice) = dispatch::select(
+        &common::gemm_registry(),
+        &TABLE,
+        &bf16_tn(16, 4096, 8192, 80),
+        108,
+    )
+    .unwrap();
     assert_eq!(chosen.rust_name, "gemm_bf16_tn");
     assert_eq!(
         choice,
@@ -1423,7 +1440,9 @@ fn table_lookup_takes_the_nearest_shape_whose_kernel_supports_the_problem() {
     );
     // Nothing in the table for f16: the heuristic.
     assert_eq!(
-        dispatch::select(&kernels::REGISTRY, &TABLE, &f16, 132).unwrap().1,
+        dispatch::select(&common::gemm_registry(), &TABLE, &f16, 132)
+            .unwrap()
+            .1,
         Choice::Heuristic
     );
     assert_eq!(
@@ -1587,7 +1606,7 @@ fn problem_of_reads_extents_from_a_and_b_and_the_batch_from_d() {
     assert_eq!((p.batch_count, p.compute_capability), (3, Some(80)));
     // Such a problem is what select sees: a 3.x kernel supports it on Hopper.
     let p = dispatch::problem_of(signature, &ops, 90);
-    let (chosen, _) = dispatch::select(&kernels::REGISTRY, &EMPTY, &p, 132).unwrap();
+    let (chosen, _) = dispatch::select(&common::gemm_registry(), &EMPTY, &p, 132).unwrap();
     assert_eq!(chosen.api(), Api::Cutlass3x, "{}", chosen.rust_name);
 }
 
@@ -1610,7 +1629,8 @@ fn dispatch_follows_the_embedded_measured_table() {
         )
         .batched(row.batch)
         .on_compute_capability(90);
-        let chosen = dispatch::select_any_orientation(&kernels::REGISTRY, table, &problem, 132).unwrap();
+        let chosen =
+            dispatch::select_any_orientation(&common::gemm_registry(), table, &problem, 132).unwrap();
         let oriented = match chosen.orientation {
             dispatch::Orientation::AsGiven => problem.clone(),
             dispatch::Orientation::Transposed => dispatch::transposed(&problem),

@@ -11,7 +11,6 @@ use crate::emit_cpp;
 use crate::emit_rust::{self, UnitImage};
 use crate::fsutil::{copy_if_changed, write_if_changed};
 use crate::manifest;
-use crate::model::Api;
 use crate::toolchain;
 
 /// Environment variables that make the build skip nvcc: kernels get wrappers and registry
@@ -21,22 +20,36 @@ pub const NO_NVCC_VARS: &[&str] = &["CUTLASS_AOT_NO_NVCC", "DOCS_RS"];
 pub const ARCHS_VAR: &str = "CUTLASS_AOT_ARCHS";
 
 /// The glue headers the generated units include, embedded so a downstream crate's build needs no
-/// path into this repository.
-const GLUE_HEADERS: &[(&str, Option<Api>, &str)] = &[
+/// path into this repository. Each unit names the ones it includes ([`emit_cpp::Unit::glue`]); only
+/// those are part of its cache key, in this order.
+const GLUE_HEADERS: &[(&str, &str)] = &[
     (
         "cutlass_aot/abi.h",
-        None,
         include_str!("../../cutlass_glue/include/cutlass_aot/abi.h"),
     ),
     (
         "cutlass_aot/gemm_2x.cuh",
-        Some(Api::Cutlass2x),
         include_str!("../../cutlass_glue/include/cutlass_aot/gemm_2x.cuh"),
     ),
     (
         "cutlass_aot/gemm_3x.cuh",
-        Some(Api::Cutlass3x),
         include_str!("../../cutlass_glue/include/cutlass_aot/gemm_3x.cuh"),
+    ),
+    (
+        "cutlass_aot/abi_grouped.h",
+        include_str!("../../cutlass_glue/include/cutlass_aot/abi_grouped.h"),
+    ),
+    (
+        "cutlass_aot/grouped_setup.cuh",
+        include_str!("../../cutlass_glue/include/cutlass_aot/grouped_setup.cuh"),
+    ),
+    (
+        "cutlass_aot/grouped_2x.cuh",
+        include_str!("../../cutlass_glue/include/cutlass_aot/grouped_2x.cuh"),
+    ),
+    (
+        "cutlass_aot/grouped_3x.cuh",
+        include_str!("../../cutlass_glue/include/cutlass_aot/grouped_3x.cuh"),
     ),
 ];
 
@@ -189,6 +202,17 @@ impl Builder {
         }
 
         let kernels = manifest::load(&self.manifest).map_err(BuildError::Manifest)?;
+        // Entries that name a cargo feature are built only with it (cargo sets
+        // CARGO_FEATURE_<NAME> for the crate whose build script this is, and reruns the script
+        // when its features change).
+        let kernels: Vec<_> = kernels
+            .into_iter()
+            .filter(|k| {
+                k.feature
+                    .as_deref()
+                    .map_or(true, |f| env(&feature_var(f)).is_some())
+            })
+            .collect();
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => PathBuf::from(env("OUT_DIR").ok_or_else(|| {
@@ -209,18 +233,9 @@ impl Builder {
         if with_kernels {
             let toolchain = toolchain::discover(&env).map_err(BuildError::Toolchain)?;
             let glue_include = work.join("glue");
-            // A unit's objects depend on the shared header and its generation's header only, so
-            // editing the 3.x glue leaves cached 2.x objects valid (and vice versa).
-            let mut glue_fingerprints = [Vec::new(), Vec::new()];
-            for (name, api, text) in GLUE_HEADERS {
+            for (name, text) in GLUE_HEADERS {
                 write_if_changed(&glue_include.join(name), text.as_bytes())
                     .map_err(|e| io("writing glue headers", e))?;
-                for (slot, fingerprint) in glue_fingerprints.iter_mut().enumerate() {
-                    if api.map_or(true, |api| api as usize == slot) {
-                        fingerprint.extend_from_slice(name.as_bytes());
-                        fingerprint.extend_from_slice(text.as_bytes());
-                    }
-                }
             }
             let archs = match env(ARCHS_VAR) {
                 Some(list) => parse_archs(&list)?,
@@ -238,7 +253,7 @@ impl Builder {
                     "{} / CUTLASS {}",
                     toolchain.nvcc_version, toolchain.cutlass_version
                 ),
-                glue_fingerprints,
+                glue: GLUE_HEADERS,
             };
             let cache = toolchain::cache_root(&env).map_err(BuildError::Toolchain)?;
             let (compiled, compile_stats) = compile::compile_units(
@@ -305,6 +320,12 @@ impl Builder {
         println!("cargo:warning=cutlass-aot: {summary}");
         Ok(summary)
     }
+}
+
+/// The variable cargo sets for an enabled feature: `CARGO_FEATURE_` and the name in upper case,
+/// `-` as `_`.
+pub fn feature_var(feature: &str) -> String {
+    format!("CARGO_FEATURE_{}", feature.to_uppercase().replace('-', "_"))
 }
 
 fn parse_archs(list: &str) -> Result<Vec<u32>, BuildError> {

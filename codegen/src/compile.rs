@@ -52,9 +52,9 @@ pub struct NvccSetup {
     pub sass_archs: Vec<u32>,
     /// Text that identifies the toolchain (nvcc and CUTLASS versions), part of every cache key.
     pub toolchain_id: String,
-    /// Concatenated contents of the glue headers a unit includes, part of every cache key: per
-    /// generation (indexed by `Api as usize`), the shared header and that generation's own.
-    pub glue_fingerprints: [Vec<u8>; 2],
+    /// Every glue header (name, text). The ones a unit includes are part of its cache key, so
+    /// editing one header leaves the cached objects of units that do not include it valid.
+    pub glue: &'static [(&'static str, &'static str)],
 }
 
 /// The compiled outputs of one unit.
@@ -150,14 +150,26 @@ impl NvccSetup {
         }
     }
 
-    /// Content hash naming the output of `pass` for `unit_source` (of generation `api`).
-    pub fn cache_key(&self, unit_source: &str, pass: Pass, api: Api) -> String {
+    /// The names and texts of the glue headers in `names`, concatenated in the order of
+    /// [`NvccSetup::glue`].
+    fn glue_fingerprint(&self, names: &[&str]) -> Vec<u8> {
+        let mut fingerprint = Vec::new();
+        for (name, text) in self.glue.iter().filter(|(name, _)| names.contains(name)) {
+            fingerprint.extend_from_slice(name.as_bytes());
+            fingerprint.extend_from_slice(text.as_bytes());
+        }
+        fingerprint
+    }
+
+    /// Content hash naming the output of `pass` for `unit_source` (of generation `api`, including
+    /// the glue headers `glue`).
+    pub fn cache_key(&self, unit_source: &str, pass: Pass, api: Api, glue: &[&str]) -> String {
         let (program, prefix) = self.program(pass);
         let mut hasher = Sha256::new();
         for part in [
             b"cutlass-aot-cache-v1".as_slice(),
             self.toolchain_id.as_bytes(),
-            &self.glue_fingerprints[api as usize],
+            &self.glue_fingerprint(glue),
             unit_source.as_bytes(),
             program
                 .file_name()
@@ -248,7 +260,7 @@ pub fn compile_units(
         })?;
         let mut outputs = [PathBuf::new(), PathBuf::new()];
         for (slot, pass) in [Pass::Device, Pass::Host].into_iter().enumerate() {
-            let key = setup.cache_key(&unit.source, pass, unit.api);
+            let key = setup.cache_key(&unit.source, pass, unit.api, unit.glue);
             let output = objects.join(format!("{key}.{}", pass.extension()));
             if output.is_file() {
                 stats.from_cache += 1;

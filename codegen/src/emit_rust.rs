@@ -139,18 +139,19 @@ fn variant(path: TokenStream, debug_name: String) -> TokenStream {
     quote!(#path::#ident)
 }
 
-/// The declaration of a generated host function of the C ABI (none without nvcc) and its value
-/// as an `Option<fn>`.
-fn prepare_function(symbol: &str, has_code: bool) -> (TokenStream, TokenStream) {
+/// The declaration of a generated host function of the C ABI over argument struct `args` (none
+/// without nvcc) and its value as an `Option<fn>`.
+fn prepare_function(symbol: &str, args: &str, has_code: bool) -> (TokenStream, TokenStream) {
     if !has_code {
         return (quote!(), quote!(::core::option::Option::None));
     }
     let symbol = format_ident!("{}", symbol);
+    let args = format_ident!("{}", args);
     (
         quote! {
             extern "C" {
                 fn #symbol(
-                    args: *const ::cutlass_aot::abi::cutlass_aot_gemm_args,
+                    args: *const ::cutlass_aot::abi::#args,
                     params: *mut ::core::ffi::c_void,
                     params_capacity: usize,
                     launch: *mut ::cutlass_aot::abi::cutlass_aot_launch,
@@ -166,10 +167,20 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
     let name = &k.name;
     let entry =
         Literal::c_string(&std::ffi::CString::new(k.name.clone()).expect("kernel names are identifiers"));
-    let (prepare_decl, prepare_value) = prepare_function(&format!("{}_prepare", k.name), has_code);
+    let args_struct = if k.is_grouped() {
+        "cutlass_aot_grouped_args"
+    } else {
+        "cutlass_aot_gemm_args"
+    };
+    let (prepare_decl, prepare_value) =
+        prepare_function(&format!("{}_prepare", k.name), args_struct, has_code);
     // Parallel split-K kernels come with CUTLASS's reduction kernel (entry `NAME_reduce`).
     let (reduction_decl, reduction_value) = if k.split_k == SplitK::Parallel {
-        let (decl, prepare) = prepare_function(&format!("{}_reduce_prepare", k.name), has_code);
+        let (decl, prepare) = prepare_function(
+            &format!("{}_reduce_prepare", k.name),
+            "cutlass_aot_gemm_args",
+            has_code,
+        );
         let entry = Literal::c_string(
             &std::ffi::CString::new(format!("{}_reduce", k.name)).expect("kernel names are identifiers"),
         );
@@ -202,7 +213,19 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
         design_value(&spec.design),
         epilogue_value(&spec.epilogue),
     );
-    let (run_items, formula) = run_functions(k, &ts, &tc, &ltc);
+    let (run_items, formula) = if k.is_grouped() {
+        grouped_run_functions(k)
+    } else {
+        run_functions(k, &ts, &tc, &ltc)
+    };
+    let host = if k.is_grouped() {
+        quote!(::cutlass_aot::HostCode::GemmGrouped { prepare: #prepare_value })
+    } else {
+        quote!(::cutlass_aot::HostCode::Gemm {
+            prepare: #prepare_value,
+            reduction: #reduction_value,
+        })
+    };
     let origin = &k.origin;
     let doc = format!(
         " `{name}`: {formula}. A {a} {la_}, B {b} {lb_}, C/D {c} {lc_}, \
@@ -234,10 +257,7 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
                 epilogue: #epilogue,
                 image: &super::#image,
                 entry: #entry,
-                host: ::cutlass_aot::HostCode::Gemm {
-                    prepare: #prepare_value,
-                    reduction: #reduction_value,
-                },
+                host: #host,
             };
 
             /// The kernel as a type: its operand types and layouts are part of the signature.
@@ -255,9 +275,6 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
                     &INFO
                 }
             }
-
-            /// Arguments of this kernel.
-            pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
 
             #run_items
         }
@@ -462,6 +479,9 @@ fn run_functions(
 ) -> (TokenStream, String) {
     let formula = formula(k);
     let plain = quote! {
+        /// Arguments of this kernel.
+        pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+
         /// Launches the kernel on `stream` (stream-ordered, no synchronisation). Every extent,
         /// stride, buffer length and pointer alignment is checked first; on error nothing is
         /// launched.
@@ -537,6 +557,9 @@ fn run_functions(
         (quote!(), quote!())
     };
     let items = quote! {
+        /// Arguments of this kernel.
+        pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
+
         /// The fused epilogue's operands of this kernel.
         pub struct Fused #lifetime {
             #fields
@@ -555,6 +578,42 @@ fn run_functions(
                 args,
                 ::cutlass_aot::FusedArgs { #values ..::core::default::Default::default() },
             )
+        }
+    };
+    (items, formula)
+}
+
+/// The generated `run` (a list of groups known on the host) and `run_moe` (row counts on the
+/// device) of a grouped kernel.
+fn grouped_run_functions(k: &GemmKernel) -> (TokenStream, String) {
+    let formula = format!(
+        "for every group g, D_g = {}",
+        formula(k).trim_start_matches("D = ")
+    )
+    .replace("(A @ B)", "(A_g @ B_g)")
+    .replace("·C", "·C_g");
+    let items = quote! {
+        /// Arguments of this kernel: its groups, alpha and beta.
+        pub type Args<'a> = ::cutlass_aot::GroupedGemm<'a, Kernel>;
+
+        /// Launches the kernel on `stream` over every group (stream-ordered, no
+        /// synchronisation). Every group's extents, leading dimensions, buffer lengths and
+        /// alignment are checked first, and the groups' arguments are uploaded in one copy; on
+        /// error nothing is launched.
+        pub fn run(
+            stream: &::cutlass_aot::CudaStream,
+            args: Args<'_>,
+        ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+            ::cutlass_aot::grouped::launch::<Kernel>(stream, args)
+        }
+
+        /// Launches the kernel on `stream` over experts whose row counts live on the device
+        /// (cumulative offsets, as `torch._grouped_mm` takes them): no host synchronisation.
+        pub fn run_moe(
+            stream: &::cutlass_aot::CudaStream,
+            args: ::cutlass_aot::MoeGemm<'_, Kernel>,
+        ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+            ::cutlass_aot::grouped::launch_moe::<Kernel>(stream, args)
         }
     };
     (items, formula)

@@ -262,7 +262,7 @@ const _: () = {
     ["Offset of field: cutlass_aot_gemm_coord::k"]
         [::core::mem::offset_of!(cutlass_aot_gemm_coord, k) - 8usize];
 };
-#[doc = " The per-group arrays a grouped kernel reads, all in device memory, `group_count` entries each.\n The runtime packs them into one argument block and uploads it once per launch, or, for problem\n sizes that live on the device, fills it with `NAME_setup` (see `cutlass_aot_grouped_setup`)."]
+#[doc = " The per-group arrays a grouped kernel reads, all in device memory, `group_count` entries each.\n The runtime packs them into one argument block and uploads it once per launch, or, for problem\n sizes that live on the device, fills it with the `cutlass_aot_grouped_setup` kernel."]
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct cutlass_aot_grouped_arrays {
@@ -382,10 +382,10 @@ pub type cutlass_aot_grouped_prepare_fn = ::core::option::Option<
         launch: *mut cutlass_aot_launch,
     ) -> i32,
 >;
-#[doc = " Parameters of `cutlass_aot_grouped_setup`, the kernel every grouped unit carries for problem sizes\n that live on the device (a mixture-of-experts layer, as `torch._grouped_mm` takes it): one A of\n all rows, `offsets[g]` the end of group g's rows (cumulative, int32, on the device), one B per\n group at `batch_stride_b`, one C and D of all rows. It writes the argument block, so the grouped\n kernel can follow on the same stream without a host round trip."]
+#[doc = " Parameters of `cutlass_aot_grouped_setup`, the kernel every grouped image carries for problem sizes\n that live on the device (a mixture-of-experts layer, as `torch._grouped_mm` takes it): one A of\n all rows, `offsets[g]` the end of group g's rows (cumulative, int32, on the device), one B per\n group `group_step_b` bytes apart, one C and D of all rows. It writes the argument block, so the grouped\n kernel can follow on the same stream without a host round trip."]
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct cutlass_aot_grouped_setup {
+pub struct cutlass_aot_grouped_setup_args {
     pub arrays: cutlass_aot_grouped_arrays,
     pub offsets: *const i32,
     pub group_count: i32,
@@ -407,46 +407,48 @@ pub struct cutlass_aot_grouped_setup {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of cutlass_aot_grouped_setup"][::core::mem::size_of::<cutlass_aot_grouped_setup>() - 192usize];
-    ["Alignment of cutlass_aot_grouped_setup"][::core::mem::align_of::<cutlass_aot_grouped_setup>() - 8usize];
-    ["Offset of field: cutlass_aot_grouped_setup::arrays"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, arrays) - 0usize];
-    ["Offset of field: cutlass_aot_grouped_setup::offsets"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, offsets) - 72usize];
-    ["Offset of field: cutlass_aot_grouped_setup::group_count"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, group_count) - 80usize];
-    ["Offset of field: cutlass_aot_grouped_setup::n"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, n) - 84usize];
-    ["Offset of field: cutlass_aot_grouped_setup::k"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, k) - 88usize];
-    ["Offset of field: cutlass_aot_grouped_setup::total_rows"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, total_rows) - 92usize];
-    ["Offset of field: cutlass_aot_grouped_setup::a"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, a) - 96usize];
-    ["Offset of field: cutlass_aot_grouped_setup::b"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, b) - 104usize];
-    ["Offset of field: cutlass_aot_grouped_setup::c"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, c) - 112usize];
-    ["Offset of field: cutlass_aot_grouped_setup::d"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, d) - 120usize];
-    ["Offset of field: cutlass_aot_grouped_setup::lda"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, lda) - 128usize];
-    ["Offset of field: cutlass_aot_grouped_setup::ldb"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, ldb) - 136usize];
-    ["Offset of field: cutlass_aot_grouped_setup::ldc"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, ldc) - 144usize];
-    ["Offset of field: cutlass_aot_grouped_setup::ldd"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, ldd) - 152usize];
-    ["Offset of field: cutlass_aot_grouped_setup::row_step_a"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, row_step_a) - 160usize];
-    ["Offset of field: cutlass_aot_grouped_setup::row_step_c"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, row_step_c) - 168usize];
-    ["Offset of field: cutlass_aot_grouped_setup::row_step_d"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, row_step_d) - 176usize];
-    ["Offset of field: cutlass_aot_grouped_setup::group_step_b"]
-        [::core::mem::offset_of!(cutlass_aot_grouped_setup, group_step_b) - 184usize];
+    ["Size of cutlass_aot_grouped_setup_args"]
+        [::core::mem::size_of::<cutlass_aot_grouped_setup_args>() - 192usize];
+    ["Alignment of cutlass_aot_grouped_setup_args"]
+        [::core::mem::align_of::<cutlass_aot_grouped_setup_args>() - 8usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::arrays"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, arrays) - 0usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::offsets"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, offsets) - 72usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::group_count"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, group_count) - 80usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::n"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, n) - 84usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::k"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, k) - 88usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::total_rows"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, total_rows) - 92usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::a"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, a) - 96usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::b"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, b) - 104usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::c"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, c) - 112usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::d"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, d) - 120usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::lda"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, lda) - 128usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::ldb"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, ldb) - 136usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::ldc"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, ldc) - 144usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::ldd"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, ldd) - 152usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::row_step_a"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, row_step_a) - 160usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::row_step_c"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, row_step_c) - 168usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::row_step_d"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, row_step_d) - 176usize];
+    ["Offset of field: cutlass_aot_grouped_setup_args::group_step_b"]
+        [::core::mem::offset_of!(cutlass_aot_grouped_setup_args, group_step_b) - 184usize];
 };
-impl Default for cutlass_aot_grouped_setup {
+impl Default for cutlass_aot_grouped_setup_args {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -19,6 +19,26 @@ pub const ADDR_B: u64 = 0x7f10_0000_0000;
 pub const ADDR_C: u64 = 0x7f20_0000_0000;
 pub const ADDR_D: u64 = 0x7f30_0000_0000;
 
+/// The GEMM kernels of the registry (the manifest lists them before any grouped kernel of
+/// `--features grouped`), as a registry of their own for the GEMM suites.
+pub fn gemm_registry() -> &'static cutlass_aot::Registry {
+    static GEMM: std::sync::OnceLock<cutlass_aot::Registry> = std::sync::OnceLock::new();
+    GEMM.get_or_init(|| {
+        let all = kernels::REGISTRY.all();
+        let count = all
+            .iter()
+            .take_while(|k| k.operation.kind() == cutlass_aot::model::OperationKind::Gemm)
+            .count();
+        assert!(
+            all[count..]
+                .iter()
+                .all(|k| k.operation.kind() != cutlass_aot::model::OperationKind::Gemm),
+            "the manifest lists every GEMM kernel before the other operations"
+        );
+        cutlass_aot::Registry::new(&all[..count])
+    })
+}
+
 pub fn kernel(rust_name: &str) -> &'static KernelInfo {
     kernels::REGISTRY
         .by_name(rust_name)

@@ -7,7 +7,7 @@
 
 use super::entry::Entry;
 use super::values::Stages;
-use crate::model::Api;
+use crate::model::{Api, OperationKind};
 
 /// A key the entry must not have (or must have) for one of its arches.
 pub struct KeyProblem {
@@ -109,6 +109,33 @@ pub fn check(e: &Entry) -> Vec<KeyProblem> {
             "swizzle is only for arch 80 (CUTLASS 2.x); arch 90 kernels choose their rasterisation at run \
              time: remove it",
         );
+    }
+    if e.group_schedule.is_some() && e.kind != OperationKind::GemmGrouped {
+        out.push(KeyProblem {
+            key: "group_schedule",
+            message: format!(
+                "group_schedule is only for `kind: gemm_grouped` (this entry is {}): remove it",
+                e.kind
+            ),
+            blocking: false,
+        });
+    } else if has_3x && e.group_schedule.is_some() {
+        out.push(KeyProblem {
+            key: "group_schedule",
+            message: format!(
+                "group_schedule is only for arch 80 (CUTLASS 2.x grouped kernels); arch 90 grouped kernels                  always schedule on the device: remove it{split}"
+            ),
+            blocking: false,
+        });
+    }
+    if e.kind == OperationKind::GemmGrouped && e.swizzle.is_some() {
+        out.push(KeyProblem {
+            key: "swizzle",
+            message:
+                "swizzle is not for grouped kernels, which walk their tiles in their own order: remove it"
+                    .to_string(),
+            blocking: false,
+        });
     }
     if has_2x && e.warps.is_none() {
         out.push(KeyProblem {

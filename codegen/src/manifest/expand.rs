@@ -258,7 +258,13 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
                 }
             };
             kernel.swizzle = c.swizzle.unwrap_or(Swizzle::Identity8);
-            kernel.split_k = c.split_k.unwrap_or(SplitK::Serial);
+            // Grouped kernels do not split K (a `split_k` given is reported by their rules).
+            let split_default = if kind == OperationKind::GemmGrouped {
+                SplitK::None
+            } else {
+                SplitK::Serial
+            };
+            kernel.split_k = c.split_k.unwrap_or(split_default);
             if tensorop {
                 crate::model::max_ab_alignment(OpClass::TensorOp, c.a)
             } else {
@@ -273,6 +279,21 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
             };
             kernel.schedule = c.schedule.unwrap_or(KernelSchedule::Auto);
             kernel.epilogue_schedule = c.epilogue_schedule.unwrap_or(EpilogueSchedule::Auto);
+            // Grouped kernels are persistent pointer-array kernels: cooperative where the tile is
+            // tall enough for two consumer warp groups, else ping-pong; their epilogue goes
+            // through shared memory with TMA unless asked otherwise.
+            if kind == OperationKind::GemmGrouped {
+                if kernel.schedule == KernelSchedule::Auto {
+                    kernel.schedule = if c.tile.m >= 128 {
+                        KernelSchedule::Cooperative
+                    } else {
+                        KernelSchedule::Pingpong
+                    };
+                }
+                if kernel.epilogue_schedule == EpilogueSchedule::Auto {
+                    kernel.epilogue_schedule = EpilogueSchedule::Tma;
+                }
+            }
             kernel.tile_scheduler = c.tile_scheduler.unwrap_or(TileScheduler::Persistent);
             kernel.split_k = match kernel.tile_scheduler {
                 TileScheduler::StreamK => SplitK::StreamK,

@@ -43,6 +43,9 @@ const PLACEHOLDERS: &[(&str, Option<Api>, Render)] = &[
     ("epilogue", None, |k| k.epilogue.to_string()),
     ("activation", None, |k| k.fusion.activation.to_string()),
     ("fusion", None, |k| k.fusion.label()),
+    ("group_schedule", Some(Api::Cutlass2x), |k| {
+        k.group_schedule.to_string()
+    }),
 ];
 
 /// Whether placeholder `i` means something for `kernel`.

@@ -6,6 +6,7 @@
 mod rules_2x;
 mod rules_3x;
 mod rules_epilogue;
+mod rules_grouped;
 
 use crate::model::{Api, GemmKernel, Shape3};
 
@@ -31,6 +32,9 @@ pub fn check(k: &GemmKernel) -> Vec<Finding> {
         Api::Cutlass3x => rules_3x::check(k, &mut out),
     }
     rules_epilogue::check(k, &mut out);
+    if k.is_grouped() {
+        rules_grouped::check(k, &mut out);
+    }
     out
 }
 

@@ -27,7 +27,7 @@ typedef struct cutlass_aot_gemm_coord {
 /**
  * The per-group arrays a grouped kernel reads, all in device memory, `group_count` entries each.
  * The runtime packs them into one argument block and uploads it once per launch, or, for problem
- * sizes that live on the device, fills it with `NAME_setup` (see `cutlass_aot_grouped_setup`).
+ * sizes that live on the device, fills it with the `cutlass_aot_grouped_setup` kernel.
  */
 typedef struct cutlass_aot_grouped_arrays {
   const cutlass_aot_gemm_coord *problems;
@@ -60,6 +60,9 @@ typedef struct cutlass_aot_grouped_args {
      their precomputed schedule here. */
   void *host_workspace;
   cutlass_aot_encode_tiled_fn encode_tiled; /* required by CUTLASS 3.x kernels */
+  /* alpha, beta and the slope apply to every group. `arrays.c` entries are read only when beta is
+     non-zero; every non-empty group must have k > 0 (CUTLASS 3.x would leave D undefined). CUTLASS
+     3.x kernels ignore `sm_occupancy`, `threadblock_count` and `host_workspace`. */
   double alpha;
   double beta;
   double activation_arg; /* leaky_relu's slope */
@@ -71,13 +74,13 @@ typedef int32_t (*cutlass_aot_grouped_prepare_fn)(const cutlass_aot_grouped_args
                                                   cutlass_aot_launch *launch);
 
 /**
- * Parameters of `cutlass_aot_grouped_setup`, the kernel every grouped unit carries for problem sizes
+ * Parameters of `cutlass_aot_grouped_setup`, the kernel every grouped image carries for problem sizes
  * that live on the device (a mixture-of-experts layer, as `torch._grouped_mm` takes it): one A of
  * all rows, `offsets[g]` the end of group g's rows (cumulative, int32, on the device), one B per
- * group at `batch_stride_b`, one C and D of all rows. It writes the argument block, so the grouped
+ * group `group_step_b` bytes apart, one C and D of all rows. It writes the argument block, so the grouped
  * kernel can follow on the same stream without a host round trip.
  */
-typedef struct cutlass_aot_grouped_setup {
+typedef struct cutlass_aot_grouped_setup_args {
   cutlass_aot_grouped_arrays arrays; /* the block to fill (device) */
   const int32_t *offsets;
   int32_t group_count;
@@ -96,7 +99,7 @@ typedef struct cutlass_aot_grouped_setup {
   int64_t row_step_c;
   int64_t row_step_d;
   int64_t group_step_b; /* bytes between consecutive groups' B */
-} cutlass_aot_grouped_setup;
+} cutlass_aot_grouped_setup_args;
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -42,7 +42,8 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
     }
     types(k, out);
     math(k, out);
-    if !matches!(k.split_k, SplitK::Serial | SplitK::Parallel) {
+    // Grouped kernels do not split K (their own rules report a `split_k`).
+    if !k.is_grouped() && !matches!(k.split_k, SplitK::Serial | SplitK::Parallel) {
         out.push((
             "split_k",
             format!(

@@ -1,0 +1,96 @@
+//! CUTLASS 3.x grouped GEMM (sm_90a, pointer-array warp-specialized kernels over a
+//! `GroupProblemShape`): the C++ of one kernel, for `cutlass_aot/grouped_3x.cuh`. Operands are
+//! given per group through device arrays of pointers and strides, so the builders take pointer
+//! layouts (`RowMajor *`).
+
+use super::{cute_shape, operand_type_3x};
+use crate::model::{Activation, Epilogue, EpilogueSchedule, GemmKernel, KernelSchedule};
+
+/// The fusion operation: the plain linear combination, or it followed by an elementwise
+/// activation (a clamp to D's range for `linear_combination_clamp`) — what CUTLASS's pointer-array
+/// epilogues accept.
+fn fusion_operation(k: &GemmKernel) -> String {
+    let (ed, eepi) = (k.element_c.cutlass_type(), k.element_epilogue.cutlass_type());
+    let fusion = "cutlass::epilogue::fusion";
+    let activation = if k.epilogue == Epilogue::LinearCombinationClamp {
+        Some("cutlass::epilogue::thread::Clamp")
+    } else if k.fusion.activation != Activation::Identity {
+        Some(k.fusion.activation.cutlass_template())
+    } else {
+        None
+    };
+    match activation {
+        Some(act) => format!("{fusion}::LinCombEltAct<{act}, {ed}, {eepi}, {ed}, {eepi}>"),
+        None => format!("{fusion}::LinearCombination<{ed}, {eepi}, {ed}, {eepi}>"),
+    }
+}
+
+pub(super) fn kernel_source(k: &GemmKernel) -> String {
+    let stages = if k.stages == 0 {
+        "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(\n        \
+         sizeof(typename CollectiveEpilogue::SharedStorage))>"
+            .to_string()
+    } else {
+        format!("cutlass::gemm::collective::StageCount<{}>", k.stages)
+    };
+    // Validation resolved `auto` to one of the two persistent schedules.
+    let cooperative = k.schedule != KernelSchedule::Pingpong;
+    let (schedule, epilogue_schedule) = match (cooperative, k.epilogue_schedule) {
+        (_, EpilogueSchedule::NoSmem) => (
+            if cooperative {
+                "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative"
+            } else {
+                "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong"
+            },
+            "cutlass::epilogue::PtrArrayNoSmemWarpSpecialized",
+        ),
+        (true, _) => (
+            "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative",
+            "cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative",
+        ),
+        (false, _) => (
+            "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong",
+            "cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong",
+        ),
+    };
+    format!(
+        "// {origin}\n\
+         namespace {name}_types {{\n\
+         using TileShape = {tile};\n\
+         using ClusterShape = {cluster};\n\
+         using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<\n    \
+         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,\n    \
+         cutlass::epilogue::collective::EpilogueTileAuto, {eacc}, {eepi},\n    \
+         {ec}, {lc} *, {align_c},\n    \
+         {ec}, {lc} *, {align_c},\n    \
+         {epilogue_schedule},\n    \
+         {fusion}>::CollectiveOp;\n\
+         using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<\n    \
+         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,\n    \
+         {ea}, {la} *, {align_a},\n    \
+         {eb}, {lb} *, {align_b},\n    \
+         {eacc}, TileShape, ClusterShape,\n    \
+         {stages},\n    \
+         {schedule}>::CollectiveOp;\n\
+         using Kernel = cutlass::gemm::kernel::GemmUniversal<\n    \
+         cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>, CollectiveMainloop, CollectiveEpilogue>;\n\
+         }} // namespace {name}_types\n\
+         CUTLASS_AOT_GROUPED_3X({name}, {name}_types::Kernel)\n",
+        origin = k.origin,
+        name = k.name,
+        tile = cute_shape(k.tile),
+        cluster = cute_shape(k.cluster),
+        ea = operand_type_3x(k.element_a),
+        la = k.layout_a.cutlass_type(),
+        eb = operand_type_3x(k.element_b),
+        lb = k.layout_b.cutlass_type(),
+        ec = k.element_c.cutlass_type(),
+        lc = k.layout_c.cutlass_type(),
+        eacc = k.element_accumulator.cutlass_type(),
+        eepi = k.element_epilogue.cutlass_type(),
+        align_a = k.alignment_a,
+        align_b = k.alignment_b,
+        align_c = k.alignment_c,
+        fusion = fusion_operation(k),
+    )
+}

@@ -1,0 +1,96 @@
+//! The extra rules of grouped GEMM kernels (`kind: gemm_grouped`), on top of the rules of their
+//! generation: what CUTLASS's grouped kernels (2.x `GemmGrouped`, 3.x pointer-array kernels over a
+//! `GroupProblemShape`) take of everything a GEMM kernel may be.
+
+use super::Finding;
+use crate::model::{Api, DType, GemmKernel, KernelSchedule, Layout, SplitK, TileScheduler};
+
+/// Every grouped rule broken by `k`, appended to `out`.
+pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
+    for (field, layout) in [
+        ("layout_a", k.layout_a),
+        ("layout_b", k.layout_b),
+        ("layout_c", k.layout_c),
+    ] {
+        if layout.interleave().is_some() {
+            out.push((
+                field,
+                format!(
+                    "{layout} is not supported by grouped kernels; allowed: row, column (CUTLASS's grouped \
+                     GEMMs take plain row- or column-major operands)"
+                ),
+            ));
+        }
+    }
+    if k.fusion.has_buffers() {
+        out.push((
+            "bias",
+            format!(
+                "a grouped kernel's epilogue takes no bias, scale vectors, aux matrix or row sums ({} was \
+                 asked for); allowed: an activation, or a clamp (CUTLASS's grouped epilogues are the linear \
+                 combination and elementwise activations)",
+                k.fusion.label()
+            ),
+        ));
+    }
+    match k.api() {
+        Api::Cutlass2x => check_2x(k, out),
+        Api::Cutlass3x => check_3x(k, out),
+    }
+}
+
+fn check_2x(k: &GemmKernel, out: &mut Vec<Finding>) {
+    if k.split_k != SplitK::None {
+        out.push((
+            "split_k",
+            "grouped kernels do not split K: each group's tiles are spread over the persistent CTAs \
+             instead; remove split_k"
+                .to_string(),
+        ));
+    }
+}
+
+fn check_3x(k: &GemmKernel, out: &mut Vec<Finding>) {
+    if !matches!(k.schedule, KernelSchedule::Cooperative | KernelSchedule::Pingpong) {
+        out.push((
+            "schedule",
+            format!(
+                "{} is not supported by grouped kernels; allowed: cooperative (tile M a multiple of 128), \
+                 pingpong (CUTLASS's pointer-array schedules)",
+                k.schedule
+            ),
+        ));
+    }
+    if k.tile_scheduler != TileScheduler::Persistent {
+        out.push((
+            "tile_scheduler",
+            format!(
+                "{} is not supported by grouped kernels; allowed: persistent (CUTLASS's grouped tile \
+                 scheduler has no stream-K)",
+                k.tile_scheduler
+            ),
+        ));
+    }
+    if !matches!(k.element_a, DType::F16 | DType::Bf16 | DType::E4m3 | DType::E5m2) {
+        out.push((
+            "a",
+            format!(
+                "{} is not supported by arch 90 grouped kernels; allowed: f16, bf16, e4m3, e5m2 (use arch 80 \
+                 for f32/TF32, f64 and s8 grouped kernels)",
+                k.element_a
+            ),
+        ));
+    }
+    // fp8 operands must be K-major: CUTLASS's grouped builder has no register-sourced path for them.
+    if matches!(k.element_a, DType::E4m3 | DType::E5m2)
+        && (k.layout_a != Layout::Row || k.layout_b != Layout::Column)
+    {
+        out.push((
+            "layout_a",
+            format!(
+                "fp8 grouped kernels need K-major operands: layout_a row and layout_b column (got {} and {})",
+                k.layout_a, k.layout_b
+            ),
+        ));
+    }
+}
