@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU-machine session, from executables built on a machine without a GPU (README, "Running on
 # a GPU machine without Rust"). Run from the repository root with the executables in .gpu/:
-#   .gpu/gpu (the GPU test suite), .gpu/gemm, .gpu/profiler, .gpu/host_overhead, .gpu/epilogue_bench
+#   .gpu/gpu (the GPU test suite), .gpu/gemm, .gpu/profiler, .gpu/host_overhead, .gpu/epilogue_bench,
+#   .gpu/grouped_bench (built with `--features grouped`; parts issue11 and issue11_memcheck)
 #
 #   bash bench/gpu_session.sh [--quick]
 #
@@ -23,8 +24,15 @@
 #   compare_epilogue.py --rerun-ours (torch matmul+add+gelu, torch._addmm_activation(gelu),
 #   torch.matmul); memcheck of the two fused kernels on a ragged shape. Files are named
 #   <device>_<date>_issue5_epilogue* (e.g. h200_2026-11-23_issue5_epilogue.jsonl).
+# Issue 11 steps (part issue11, not in the default): grouped_bench (grouped GEMM: MoE layers of
+#   Mixtral and DeepSeek, uniform and zipf rows per expert, and equal-size group lists; every bf16
+#   grouped kernel in the list and the device-resident (MoE) form; host overhead) with --json;
+#   compare_grouped.py --rerun-ours (torch._grouped_mm, a torch.matmul loop, torch.bmm); memcheck of
+#   grouped_bench on a small ragged workload for a 2.x kernel of each schedule and a 3.x kernel (also
+#   alone as part issue11_memcheck). Files are named <device>_<date>_issue11_grouped*.
 # GPU_SESSION_PARTS (comma-separated, default base,issue4) picks the parts: base = every step above
-#   the issue 4 ones; tests = only the GPU test suite and the main job of base; issue4; issue5. The device
+#   the issue 4 ones; tests = only the GPU test suite and the main job of base; issue4; issue5;
+#   issue11; issue11_memcheck. The device
 #   tool allows 10 minutes per command: run `GPU_SESSION_PARTS=base` and `GPU_SESSION_PARTS=issue4`
 #   (or tests,issue4) as separate commands.
 # The last lines printed are a summary (the device tool returns only the end of the output).
@@ -41,16 +49,18 @@ done
 parts=${GPU_SESSION_PARTS:-base,issue4}
 for part in ${parts//,/ }; do
   case "$part" in
-    base | tests | issue4 | issue5) ;;
-    *) echo "GPU_SESSION_PARTS: unknown part '$part' (known: base, tests, issue4, issue5)" >&2; exit 2 ;;
+    base | tests | issue4 | issue5 | issue11 | issue11_memcheck) ;;
+    *) echo "GPU_SESSION_PARTS: unknown part '$part' (known: base, tests, issue4, issue5, issue11, issue11_memcheck)" >&2; exit 2 ;;
   esac
 done
 has_part() { [[ ",$parts," == *",$1,"* ]]; }
-run_base=0 run_tests=0 run_issue4=0 run_issue5=0
+run_base=0 run_tests=0 run_issue4=0 run_issue5=0 run_issue11=0 run_issue11_memcheck=0
 has_part base && run_base=1 && run_tests=1
 has_part tests && run_tests=1
 has_part issue4 && run_issue4=1
 has_part issue5 && run_issue5=1
+has_part issue11 && run_issue11=1 && run_issue11_memcheck=1
+has_part issue11_memcheck && run_issue11_memcheck=1
 
 out=${OUT:-gpu-out}
 bin=${GPU_BIN:-.gpu}
@@ -243,6 +253,44 @@ if ((run_issue5)); then
   fi
 fi
 
+# ---------------------------------------------------------------------------------------------
+# Issue 11: grouped GEMM (MoE layers, equal-size group lists) against torch._grouped_mm, a
+# torch.matmul loop and torch.bmm.
+# ---------------------------------------------------------------------------------------------
+i11="${device_slug:-gpu}_$(date -u +%F)_issue11_grouped"
+i11_memchecked=()
+if ((run_issue11)); then
+  if ((quick)); then
+    i11_iters=(--iters 10 --warmup 2 --max-seconds 0.3 --host-batches 4)
+  else
+    i11_iters=(--iters 30 --warmup 5 --max-seconds 1 --host-batches 10)
+  fi
+  # Every workload (mixtral_up/down, deepseek_up/down x uniform/zipf, equal_64x512, equal_16x2048),
+  # every bf16 grouped kernel, forms list and moe; the table on stdout, the records in the JSONL.
+  step "issue11 grouped_bench" "${i11}.txt" 240 \
+    "$bin/grouped_bench" "${i11_iters[@]}" --json "$out/${i11}.jsonl"
+  step "issue11 compare_grouped.py" "${i11}_compare.txt" 300 \
+    env PYTHONUNBUFFERED=1 python3 bench/compare_grouped.py --ours "$out/${i11}.jsonl" \
+    --out "$out/${i11}_results.jsonl" --rerun-ours "$bin/grouped_bench"
+fi
+if ((run_issue11_memcheck)); then
+  if [[ -n "$sanitizer" ]]; then
+    # Both launch forms (the argument block uploaded, or written by the setup kernel from device
+    # offsets) on ragged rows with empty experts first, inside and last, N and K not multiples of
+    # the tile: one 2.x kernel of each schedule (the host schedule: list form only) and one 3.x
+    # kernel (cluster 2x1x1).
+    for kernel in grouped_bf16_tn_device grouped_bf16_tn_host grouped_bf16_sm90_128x256x64_2x1x1_cooperative; do
+      i11_memchecked+=("$kernel")
+      step "memcheck $kernel" "${i11}_memcheck_$kernel.txt" 90 \
+        "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 99 \
+        "$bin/grouped_bench" --kernels "$kernel" --rows 0,1,77,130,3,0,259,1000,0 --n 264 --k 200 \
+        --iters 1 --warmup 0 --max-seconds 0 --host-batches 0
+    done
+  else
+    summary+=("$(printf '%-40s %-8s %5s  %s' "issue11 memcheck" "SKIPPED" "-" "compute-sanitizer not found")")
+  fi
+fi
+
 echo
 echo "================================ summary ($((SECONDS - start))s) ================================"
 cat "$out/device.txt" | head -2
@@ -298,6 +346,18 @@ if ((run_issue5)); then
   echo "-- issue 5 compute-sanitizer:"
   for kernel in "${i5_memchecked[@]}"; do
     printf '   %-44s %s\n' "$kernel" "$(grep -hE "ERROR SUMMARY" "$out/${i5}_memcheck_$kernel.txt" 2>/dev/null | tail -1)"
+  done
+fi
+if ((run_issue11)); then
+  echo "-- issue 11 grouped_bench:"
+  grep -hE "^grouped_bench:|NO \(|ERROR|^  best " "$out/${i11}.txt" 2>/dev/null | head -40
+  echo "-- issue 11 ours vs torch:"
+  sed -n '/^summary:/,$p' "$out/${i11}_compare.txt" 2>/dev/null | grep -vE '^wrote' | head -30
+fi
+if ((run_issue11_memcheck)); then
+  echo "-- issue 11 compute-sanitizer:"
+  for kernel in "${i11_memchecked[@]}"; do
+    printf '   %-50s %s\n' "$kernel" "$(grep -hE "ERROR SUMMARY" "$out/${i11}_memcheck_$kernel.txt" 2>/dev/null | tail -1)"
   done
 fi
 echo "results in $out/"

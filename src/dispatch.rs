@@ -24,7 +24,7 @@ use crate::gemm::GemmProblem;
 use crate::gemm::{self, GemmOperands, Operand};
 use crate::kernel::KernelInfo;
 use crate::matrix::{MatrixMut, MatrixRef};
-use crate::model::{DType, Layout, MathOp, SplitK};
+use crate::model::{DType, Layout, MathOp, OperationKind, SplitK};
 use crate::registry::Registry;
 use crate::types::{Element, LayoutTag};
 use crate::CudaStream;
@@ -146,7 +146,8 @@ fn heuristic(
 /// caller asked for f32), nor a parallel split-K kernel (without slices it only adds a reduction
 /// pass). All stay available by name.
 fn dispatchable(kernel: &KernelInfo) -> bool {
-    kernel.is_plain()
+    kernel.operation.kind() == OperationKind::Gemm
+        && kernel.is_plain()
         && !matches!(
             kernel.gemm().math,
             MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16
@@ -320,6 +321,7 @@ fn no_kernel(registry: &Registry, problem: &GemmProblem) -> Error {
     let mut reasons: Vec<String> = registry
         .all()
         .iter()
+        .filter(|k| k.operation.kind() == OperationKind::Gemm)
         .filter_map(|k| k.supports(problem).err())
         .filter(|u| {
             // Only kernels of the right types/layouts explain anything useful.

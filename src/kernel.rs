@@ -142,7 +142,10 @@ impl KernelInfo {
     /// and the driver may synchronise the context while it loads an image; call this once ahead of
     /// time where even the first launch must not wait (a device-resident MoE layer on a busy
     /// stream, say).
-    pub fn load(&'static self, ctx: &std::sync::Arc<cudarc::driver::CudaContext>) -> Result<(), crate::Error> {
+    pub fn load(
+        &'static self,
+        ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+    ) -> Result<(), crate::Error> {
         let mut entries = vec![self.entry];
         match self.host {
             HostCode::Gemm {

@@ -327,7 +327,7 @@ fn every_grouped_kernel_prepares_params() {
                 assert_eq!(launch.workspace_bytes > 0, host_schedule, "{}", info.name);
             }
             Api::Cutlass3x => {
-                assert!(grid >= 1 && grid <= 132, "{}: grid {:?}", info.name, launch.grid);
+                assert!((1..=132).contains(&grid), "{}: grid {:?}", info.name, launch.grid);
                 assert!(launch.workspace_bytes > 0, "{}", info.name);
             }
         }

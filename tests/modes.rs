@@ -580,7 +580,7 @@ fn dispatch_keeps_f32_accuracy_and_skips_parallel_kernels_without_slices() {
     )
     .on_compute_capability(80);
     let (picked, _) = dispatch::select(
-        &common::gemm_registry(),
+        common::gemm_registry(),
         &dispatch::Table::new("none", "", &[]),
         &f32_problem,
         108,
@@ -601,7 +601,7 @@ fn dispatch_keeps_f32_accuracy_and_skips_parallel_kernels_without_slices() {
     )
     .on_compute_capability(80);
     let (picked, _) = dispatch::select(
-        &common::gemm_registry(),
+        common::gemm_registry(),
         &dispatch::Table::new("none", "", &[]),
         &f16_problem,
         108,

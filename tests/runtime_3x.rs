@@ -1107,7 +1107,7 @@ fn bf16_tn(m: usize, n: usize, k: usize, cc: u32) -> GemmProblem {
 }
 
 fn select(problem: &GemmProblem) -> Result<(&'static KernelInfo, Choice), Error> {
-    dispatch::select(&common::gemm_registry(), &EMPTY, problem, 132)
+    dispatch::select(common::gemm_registry(), &EMPTY, problem, 132)
 }
 
 fn assert_close(got: f64, want: f64, what: &str) {
@@ -1156,7 +1156,7 @@ fn heuristic_picks_a_3x_kernel_on_hopper_for_4096_cubed() {
     // On an A100 only the 2.x kernel runs it (the 2.x 128×256 kernel would tie with the 3.x one
     // on Hopper; 3.x kernels are preferred there).
     let (chosen, choice) = dispatch::select(
-        &common::gemm_registry(),
+        common::gemm_registry(),
         &EMPTY,
         &bf16_tn(4096, 4096, 4096, 80),
         108,
@@ -1213,12 +1213,12 @@ fn small_m_problems_run_transposed_on_narrow_n_tiles() {
         1.1 * (32.0 * 128.0 * 32.0 * 8192.0) / 132.0 * 2.25,
         "128x32 transposed",
     );
-    let chosen = dispatch::select_any_orientation(&common::gemm_registry(), &EMPTY, &problem, 132).unwrap();
+    let chosen = dispatch::select_any_orientation(common::gemm_registry(), &EMPTY, &problem, 132).unwrap();
     assert_eq!(chosen.kernel.rust_name, "bf16_sm90_128x32x128_streamk_tnn");
     assert_eq!(chosen.orientation, dispatch::Orientation::Transposed);
     // A large square stays as given.
     let square = bf16_tn(4096, 4096, 4096, 90);
-    let chosen = dispatch::select_any_orientation(&common::gemm_registry(), &EMPTY, &square, 132).unwrap();
+    let chosen = dispatch::select_any_orientation(common::gemm_registry(), &EMPTY, &square, 132).unwrap();
     assert_eq!(chosen.orientation, dispatch::Orientation::AsGiven);
     assert_eq!(chosen.kernel.rust_name, "bf16_sm90_128x256x64_2x1x1_cooperative");
     // The transposed operands are the same buffers with rows and columns exchanged.
@@ -1405,7 +1405,7 @@ fn table_lookup_takes_the_nearest_shape_whose_kernel_supports_the_problem() {
 
     // select reports where the choice came from.
     let (chosen, choice) = dispatch::select(
-        &common::gemm_registry(),
+        common::gemm_registry(),
         &TABLE,
         &bf16_tn(4000, 4096, 4096, 90),
         132,
@@ -1421,13 +1421,8 @@ fn table_lookup_takes_the_nearest_shape_whose_kernel_supports_the_problem() {
             batch: 1
         }
     );
-    let (chosen, choice) = dispatch::select(
-        &common::gemm_registry(),
-        &TABLE,
-        &bf16_tn(16, 4096, 8192, 80),
-        108,
-    )
-    .unwrap();
+    let (chosen, choice) =
+        dispatch::select(common::gemm_registry(), &TABLE, &bf16_tn(16, 4096, 8192, 80), 108).unwrap();
     assert_eq!(chosen.rust_name, "gemm_bf16_tn");
     assert_eq!(
         choice,
@@ -1440,7 +1435,7 @@ fn table_lookup_takes_the_nearest_shape_whose_kernel_supports_the_problem() {
     );
     // Nothing in the table for f16: the heuristic.
     assert_eq!(
-        dispatch::select(&common::gemm_registry(), &TABLE, &f16, 132)
+        dispatch::select(common::gemm_registry(), &TABLE, &f16, 132)
             .unwrap()
             .1,
         Choice::Heuristic
@@ -1606,7 +1601,7 @@ fn problem_of_reads_extents_from_a_and_b_and_the_batch_from_d() {
     assert_eq!((p.batch_count, p.compute_capability), (3, Some(80)));
     // Such a problem is what select sees: a 3.x kernel supports it on Hopper.
     let p = dispatch::problem_of(signature, &ops, 90);
-    let (chosen, _) = dispatch::select(&common::gemm_registry(), &EMPTY, &p, 132).unwrap();
+    let (chosen, _) = dispatch::select(common::gemm_registry(), &EMPTY, &p, 132).unwrap();
     assert_eq!(chosen.api(), Api::Cutlass3x, "{}", chosen.rust_name);
 }
 
@@ -1629,8 +1624,7 @@ fn dispatch_follows_the_embedded_measured_table() {
         )
         .batched(row.batch)
         .on_compute_capability(90);
-        let chosen =
-            dispatch::select_any_orientation(&common::gemm_registry(), table, &problem, 132).unwrap();
+        let chosen = dispatch::select_any_orientation(common::gemm_registry(), table, &problem, 132).unwrap();
         let oriented = match chosen.orientation {
             dispatch::Orientation::AsGiven => problem.clone(),
             dispatch::Orientation::Transposed => dispatch::transposed(&problem),

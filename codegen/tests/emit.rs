@@ -106,6 +106,26 @@ operations:
     scale: per_row
     bias: per_row
     activation: silu
+  - kind: gemm_grouped
+    name: grouped_f16_{group_schedule}
+    arch: 80
+    a: f16
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 32]
+    warps: [2, 2, 1]
+    stages: 4
+    group_schedule: [device, host]
+  - kind: gemm_grouped
+    name: grouped_bf16_sm90_{schedule}_{activation}
+    arch: 90
+    a: bf16
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 64]
+    schedule: [cooperative, pingpong]
+    activation: [identity, silu]
+    feature: grouped
 ";
 
 /// A measured table naming one kernel of the manifest and one it does not have.
@@ -172,10 +192,18 @@ fn units_group_kernels_by_family() {
             "sm90_tensorop_bf16_f32_0",
             "sm90_tensorop_f16_f32_0",
             "tensorop_s8_s32_0",
-            "tensorop_f32_f32_0"
+            "tensorop_f32_f32_0",
+            // Grouped kernels have units of their own; a cargo feature is part of the family.
+            "grouped_tensorop_f16_f32_0",
+            "sm90_grouped_tensorop_bf16_f32_grouped_0"
         ]
     );
     assert_eq!(units[0].kernels.len(), 3);
+    // Each unit's cache key covers the glue it includes, and only that.
+    assert_eq!(units[0].glue, ["cutlass_aot/abi.h", "cutlass_aot/gemm_2x.cuh"]);
+    assert!(units[6].glue.contains(&"cutlass_aot/grouped_2x.cuh"));
+    assert!(!units[6].glue.contains(&"cutlass_aot/grouped_3x.cuh"));
+    assert!(units[7].glue.contains(&"cutlass_aot/grouped_3x.cuh"));
     // Families are split at the per-unit limit, in manifest order.
     let kernels = manifest::parse(MANIFEST, "golden.yaml").unwrap();
     let split = emit_cpp::plan_units(&kernels, 1);
@@ -193,7 +221,13 @@ fn units_group_kernels_by_family() {
             "sm90_tensorop_f16_f32_0",
             "sm90_tensorop_f16_f32_1",
             "tensorop_s8_s32_0",
-            "tensorop_f32_f32_0"
+            "tensorop_f32_f32_0",
+            "grouped_tensorop_f16_f32_0",
+            "grouped_tensorop_f16_f32_1",
+            "sm90_grouped_tensorop_bf16_f32_grouped_0",
+            "sm90_grouped_tensorop_bf16_f32_grouped_1",
+            "sm90_grouped_tensorop_bf16_f32_grouped_2",
+            "sm90_grouped_tensorop_bf16_f32_grouped_3"
         ]
     );
 }

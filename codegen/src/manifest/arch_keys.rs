@@ -123,7 +123,8 @@ pub fn check(e: &Entry) -> Vec<KeyProblem> {
         out.push(KeyProblem {
             key: "group_schedule",
             message: format!(
-                "group_schedule is only for arch 80 (CUTLASS 2.x grouped kernels); arch 90 grouped kernels                  always schedule on the device: remove it{split}"
+                "group_schedule is only for arch 80 (CUTLASS 2.x grouped kernels); arch 90 grouped kernels \
+                 always schedule on the device: remove it{split}"
             ),
             blocking: false,
         });

@@ -250,7 +250,8 @@ impl Reader<'_, '_> {
                     "feature",
                     None,
                     format!(
-                        "{} is not a cargo feature name; give one feature of this crate (letters, digits,                          `-` and `_`), e.g. `feature: grouped`; the entry is then built only with that feature",
+                        "{} is not a cargo feature name; give one feature of this crate (letters, digits, \
+                         `-` and `_`), e.g. `feature: grouped`; the entry is then built only with that feature",
                         describe(v)
                     ),
                 );

@@ -1060,6 +1060,572 @@ pub mod f32_3xtf32_horizontal {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
+static IMAGE_GROUPED_TENSOROP_F16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
+    "grouped_tensorop_f16_f32_0",
+    ::core::option::Option::None,
+);
+/// `cutlass_tensorop_f16_s16816gemm_grouped_f16_128x128_32x4_tnt_align8`: for every group g, D_g = alpha·(A_g @ B_g) + beta·C_g. A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x32, 4 stages, from golden.yaml:99.
+pub mod grouped_f16_device {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass_tensorop_f16_s16816gemm_grouped_f16_128x128_32x4_tnt_align8",
+        rust_name: stringify!(grouped_f16_device),
+        origin: "golden.yaml:99",
+        min_compute_capability: 80u32,
+        operation: ::cutlass_aot::model::Operation::GemmGrouped(::cutlass_aot::model::GroupedGemmOperation {
+            gemm: ::cutlass_aot::model::GemmOperation {
+                a: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::F16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                b: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::F16,
+                    layout: ::cutlass_aot::model::Layout::Column,
+                    alignment: 8u32,
+                },
+                c: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::F16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                accumulator: ::cutlass_aot::model::DType::F32,
+                math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+            },
+            schedule: ::cutlass_aot::model::GroupSchedule::Device,
+        }),
+        design: ::cutlass_aot::model::Design::Cutlass2x(::cutlass_aot::model::Design2x {
+            opclass: ::cutlass_aot::model::OpClass::TensorOp,
+            tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 32u32),
+            warps: ::cutlass_aot::model::Shape3::new(2u32, 2u32, 1u32),
+            instruction: ::cutlass_aot::model::Shape3::new(16u32, 8u32, 16u32),
+            stages: 4u32,
+            swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+            split_k: ::cutlass_aot::model::SplitK::None,
+        }),
+        epilogue: ::cutlass_aot::model::EpilogueSpec {
+            kind: ::cutlass_aot::model::Epilogue::LinearCombination,
+            compute: ::cutlass_aot::model::DType::F32,
+            fusion: ::cutlass_aot::model::Fusion {
+                activation: ::cutlass_aot::model::Activation::Identity,
+                bias: ::cutlass_aot::model::Broadcast::None,
+                scale: ::cutlass_aot::model::Broadcast::None,
+                aux_output: ::cutlass_aot::model::AuxOutput::None,
+                residual: ::cutlass_aot::model::Residual::None,
+                aux_input: ::cutlass_aot::model::AuxInput::None,
+                reduction: ::cutlass_aot::model::Reduction::None,
+            },
+        },
+        image: &super::IMAGE_GROUPED_TENSOROP_F16_F32_0,
+        entry: c"cutlass_tensorop_f16_s16816gemm_grouped_f16_128x128_32x4_tnt_align8",
+        host: ::cutlass_aot::HostCode::GemmGrouped {
+            prepare: ::core::option::Option::None,
+        },
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::f16;
+        type B = ::cutlass_aot::half::f16;
+        type C = ::cutlass_aot::half::f16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel: its groups, alpha and beta.
+    pub type Args<'a> = ::cutlass_aot::GroupedGemm<'a, Kernel>;
+    /// Launches the kernel on `stream` over every group (stream-ordered, no
+    /// synchronisation). Every group's extents, leading dimensions, buffer lengths and
+    /// alignment are checked first, and the groups' arguments are uploaded in one copy; on
+    /// error nothing is launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch::<Kernel>(stream, args)
+    }
+    /// Launches the kernel on `stream` over experts whose row counts live on the device
+    /// (cumulative offsets, as `torch._grouped_mm` takes them): no host synchronisation.
+    pub fn run_moe(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::MoeGemm<'_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch_moe::<Kernel>(stream, args)
+    }
+}
+/// `cutlass_tensorop_f16_s16816gemm_grouped_f16_128x128_32x4_tnt_align8_host_schedule`: for every group g, D_g = alpha·(A_g @ B_g) + beta·C_g. A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x32, 4 stages, from golden.yaml:99.
+pub mod grouped_f16_host {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass_tensorop_f16_s16816gemm_grouped_f16_128x128_32x4_tnt_align8_host_schedule",
+        rust_name: stringify!(grouped_f16_host),
+        origin: "golden.yaml:99",
+        min_compute_capability: 80u32,
+        operation: ::cutlass_aot::model::Operation::GemmGrouped(::cutlass_aot::model::GroupedGemmOperation {
+            gemm: ::cutlass_aot::model::GemmOperation {
+                a: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::F16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                b: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::F16,
+                    layout: ::cutlass_aot::model::Layout::Column,
+                    alignment: 8u32,
+                },
+                c: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::F16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                accumulator: ::cutlass_aot::model::DType::F32,
+                math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+            },
+            schedule: ::cutlass_aot::model::GroupSchedule::Host,
+        }),
+        design: ::cutlass_aot::model::Design::Cutlass2x(::cutlass_aot::model::Design2x {
+            opclass: ::cutlass_aot::model::OpClass::TensorOp,
+            tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 32u32),
+            warps: ::cutlass_aot::model::Shape3::new(2u32, 2u32, 1u32),
+            instruction: ::cutlass_aot::model::Shape3::new(16u32, 8u32, 16u32),
+            stages: 4u32,
+            swizzle: ::cutlass_aot::model::Swizzle::Identity8,
+            split_k: ::cutlass_aot::model::SplitK::None,
+        }),
+        epilogue: ::cutlass_aot::model::EpilogueSpec {
+            kind: ::cutlass_aot::model::Epilogue::LinearCombination,
+            compute: ::cutlass_aot::model::DType::F32,
+            fusion: ::cutlass_aot::model::Fusion {
+                activation: ::cutlass_aot::model::Activation::Identity,
+                bias: ::cutlass_aot::model::Broadcast::None,
+                scale: ::cutlass_aot::model::Broadcast::None,
+                aux_output: ::cutlass_aot::model::AuxOutput::None,
+                residual: ::cutlass_aot::model::Residual::None,
+                aux_input: ::cutlass_aot::model::AuxInput::None,
+                reduction: ::cutlass_aot::model::Reduction::None,
+            },
+        },
+        image: &super::IMAGE_GROUPED_TENSOROP_F16_F32_0,
+        entry: c"cutlass_tensorop_f16_s16816gemm_grouped_f16_128x128_32x4_tnt_align8_host_schedule",
+        host: ::cutlass_aot::HostCode::GemmGrouped {
+            prepare: ::core::option::Option::None,
+        },
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::f16;
+        type B = ::cutlass_aot::half::f16;
+        type C = ::cutlass_aot::half::f16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel: its groups, alpha and beta.
+    pub type Args<'a> = ::cutlass_aot::GroupedGemm<'a, Kernel>;
+    /// Launches the kernel on `stream` over every group (stream-ordered, no
+    /// synchronisation). Every group's extents, leading dimensions, buffer lengths and
+    /// alignment are checked first, and the groups' arguments are uploaded in one copy; on
+    /// error nothing is launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch::<Kernel>(stream, args)
+    }
+    /// Launches the kernel on `stream` over experts whose row counts live on the device
+    /// (cumulative offsets, as `torch._grouped_mm` takes them): no host synchronisation.
+    pub fn run_moe(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::MoeGemm<'_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch_moe::<Kernel>(stream, args)
+    }
+}
+static IMAGE_SM90_GROUPED_TENSOROP_BF16_F32_GROUPED_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
+    "sm90_grouped_tensorop_bf16_f32_grouped_0",
+    ::core::option::Option::None,
+);
+/// `cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma`: for every group g, D_g = alpha·(A_g @ B_g) + beta·C_g. A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:109.
+pub mod grouped_bf16_sm90_cooperative_identity {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma",
+        rust_name: stringify!(grouped_bf16_sm90_cooperative_identity),
+        origin: "golden.yaml:109",
+        min_compute_capability: 90u32,
+        operation: ::cutlass_aot::model::Operation::GemmGrouped(::cutlass_aot::model::GroupedGemmOperation {
+            gemm: ::cutlass_aot::model::GemmOperation {
+                a: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                b: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Column,
+                    alignment: 8u32,
+                },
+                c: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                accumulator: ::cutlass_aot::model::DType::F32,
+                math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+            },
+            schedule: ::cutlass_aot::model::GroupSchedule::Device,
+        }),
+        design: ::cutlass_aot::model::Design::Cutlass3x(::cutlass_aot::model::Design3x {
+            opclass: ::cutlass_aot::model::OpClass::TensorOp,
+            tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+            cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+            stages: 0u32,
+            schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
+            epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
+            tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        }),
+        epilogue: ::cutlass_aot::model::EpilogueSpec {
+            kind: ::cutlass_aot::model::Epilogue::LinearCombination,
+            compute: ::cutlass_aot::model::DType::F32,
+            fusion: ::cutlass_aot::model::Fusion {
+                activation: ::cutlass_aot::model::Activation::Identity,
+                bias: ::cutlass_aot::model::Broadcast::None,
+                scale: ::cutlass_aot::model::Broadcast::None,
+                aux_output: ::cutlass_aot::model::AuxOutput::None,
+                residual: ::cutlass_aot::model::Residual::None,
+                aux_input: ::cutlass_aot::model::AuxInput::None,
+                reduction: ::cutlass_aot::model::Reduction::None,
+            },
+        },
+        image: &super::IMAGE_SM90_GROUPED_TENSOROP_BF16_F32_GROUPED_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma",
+        host: ::cutlass_aot::HostCode::GemmGrouped {
+            prepare: ::core::option::Option::None,
+        },
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::bf16;
+        type B = ::cutlass_aot::half::bf16;
+        type C = ::cutlass_aot::half::bf16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel: its groups, alpha and beta.
+    pub type Args<'a> = ::cutlass_aot::GroupedGemm<'a, Kernel>;
+    /// Launches the kernel on `stream` over every group (stream-ordered, no
+    /// synchronisation). Every group's extents, leading dimensions, buffer lengths and
+    /// alignment are checked first, and the groups' arguments are uploaded in one copy; on
+    /// error nothing is launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch::<Kernel>(stream, args)
+    }
+    /// Launches the kernel on `stream` over experts whose row counts live on the device
+    /// (cumulative offsets, as `torch._grouped_mm` takes them): no host synchronisation.
+    pub fn run_moe(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::MoeGemm<'_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch_moe::<Kernel>(stream, args)
+    }
+}
+/// `cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_silu`: for every group g, D_g = silu(alpha·(A_g @ B_g) + beta·C_g). A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:109.
+pub mod grouped_bf16_sm90_cooperative_silu {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_silu",
+        rust_name: stringify!(grouped_bf16_sm90_cooperative_silu),
+        origin: "golden.yaml:109",
+        min_compute_capability: 90u32,
+        operation: ::cutlass_aot::model::Operation::GemmGrouped(::cutlass_aot::model::GroupedGemmOperation {
+            gemm: ::cutlass_aot::model::GemmOperation {
+                a: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                b: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Column,
+                    alignment: 8u32,
+                },
+                c: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                accumulator: ::cutlass_aot::model::DType::F32,
+                math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+            },
+            schedule: ::cutlass_aot::model::GroupSchedule::Device,
+        }),
+        design: ::cutlass_aot::model::Design::Cutlass3x(::cutlass_aot::model::Design3x {
+            opclass: ::cutlass_aot::model::OpClass::TensorOp,
+            tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+            cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+            stages: 0u32,
+            schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
+            epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
+            tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        }),
+        epilogue: ::cutlass_aot::model::EpilogueSpec {
+            kind: ::cutlass_aot::model::Epilogue::LinearCombination,
+            compute: ::cutlass_aot::model::DType::F32,
+            fusion: ::cutlass_aot::model::Fusion {
+                activation: ::cutlass_aot::model::Activation::Silu,
+                bias: ::cutlass_aot::model::Broadcast::None,
+                scale: ::cutlass_aot::model::Broadcast::None,
+                aux_output: ::cutlass_aot::model::AuxOutput::None,
+                residual: ::cutlass_aot::model::Residual::None,
+                aux_input: ::cutlass_aot::model::AuxInput::None,
+                reduction: ::cutlass_aot::model::Reduction::None,
+            },
+        },
+        image: &super::IMAGE_SM90_GROUPED_TENSOROP_BF16_F32_GROUPED_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_silu",
+        host: ::cutlass_aot::HostCode::GemmGrouped {
+            prepare: ::core::option::Option::None,
+        },
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::bf16;
+        type B = ::cutlass_aot::half::bf16;
+        type C = ::cutlass_aot::half::bf16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel: its groups, alpha and beta.
+    pub type Args<'a> = ::cutlass_aot::GroupedGemm<'a, Kernel>;
+    /// Launches the kernel on `stream` over every group (stream-ordered, no
+    /// synchronisation). Every group's extents, leading dimensions, buffer lengths and
+    /// alignment are checked first, and the groups' arguments are uploaded in one copy; on
+    /// error nothing is launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch::<Kernel>(stream, args)
+    }
+    /// Launches the kernel on `stream` over experts whose row counts live on the device
+    /// (cumulative offsets, as `torch._grouped_mm` takes them): no host synchronisation.
+    pub fn run_moe(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::MoeGemm<'_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch_moe::<Kernel>(stream, args)
+    }
+}
+/// `cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma`: for every group g, D_g = alpha·(A_g @ B_g) + beta·C_g. A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:109.
+pub mod grouped_bf16_sm90_pingpong_identity {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma",
+        rust_name: stringify!(grouped_bf16_sm90_pingpong_identity),
+        origin: "golden.yaml:109",
+        min_compute_capability: 90u32,
+        operation: ::cutlass_aot::model::Operation::GemmGrouped(::cutlass_aot::model::GroupedGemmOperation {
+            gemm: ::cutlass_aot::model::GemmOperation {
+                a: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                b: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Column,
+                    alignment: 8u32,
+                },
+                c: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                accumulator: ::cutlass_aot::model::DType::F32,
+                math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+            },
+            schedule: ::cutlass_aot::model::GroupSchedule::Device,
+        }),
+        design: ::cutlass_aot::model::Design::Cutlass3x(::cutlass_aot::model::Design3x {
+            opclass: ::cutlass_aot::model::OpClass::TensorOp,
+            tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+            cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+            stages: 0u32,
+            schedule: ::cutlass_aot::model::KernelSchedule::Pingpong,
+            epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
+            tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        }),
+        epilogue: ::cutlass_aot::model::EpilogueSpec {
+            kind: ::cutlass_aot::model::Epilogue::LinearCombination,
+            compute: ::cutlass_aot::model::DType::F32,
+            fusion: ::cutlass_aot::model::Fusion {
+                activation: ::cutlass_aot::model::Activation::Identity,
+                bias: ::cutlass_aot::model::Broadcast::None,
+                scale: ::cutlass_aot::model::Broadcast::None,
+                aux_output: ::cutlass_aot::model::AuxOutput::None,
+                residual: ::cutlass_aot::model::Residual::None,
+                aux_input: ::cutlass_aot::model::AuxInput::None,
+                reduction: ::cutlass_aot::model::Reduction::None,
+            },
+        },
+        image: &super::IMAGE_SM90_GROUPED_TENSOROP_BF16_F32_GROUPED_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma",
+        host: ::cutlass_aot::HostCode::GemmGrouped {
+            prepare: ::core::option::Option::None,
+        },
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::bf16;
+        type B = ::cutlass_aot::half::bf16;
+        type C = ::cutlass_aot::half::bf16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel: its groups, alpha and beta.
+    pub type Args<'a> = ::cutlass_aot::GroupedGemm<'a, Kernel>;
+    /// Launches the kernel on `stream` over every group (stream-ordered, no
+    /// synchronisation). Every group's extents, leading dimensions, buffer lengths and
+    /// alignment are checked first, and the groups' arguments are uploaded in one copy; on
+    /// error nothing is launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch::<Kernel>(stream, args)
+    }
+    /// Launches the kernel on `stream` over experts whose row counts live on the device
+    /// (cumulative offsets, as `torch._grouped_mm` takes them): no host synchronisation.
+    pub fn run_moe(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::MoeGemm<'_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch_moe::<Kernel>(stream, args)
+    }
+}
+/// `cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma_silu`: for every group g, D_g = silu(alpha·(A_g @ B_g) + beta·C_g). A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:109.
+pub mod grouped_bf16_sm90_pingpong_silu {
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma_silu",
+        rust_name: stringify!(grouped_bf16_sm90_pingpong_silu),
+        origin: "golden.yaml:109",
+        min_compute_capability: 90u32,
+        operation: ::cutlass_aot::model::Operation::GemmGrouped(::cutlass_aot::model::GroupedGemmOperation {
+            gemm: ::cutlass_aot::model::GemmOperation {
+                a: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                b: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Column,
+                    alignment: 8u32,
+                },
+                c: ::cutlass_aot::model::TensorAttributes {
+                    element: ::cutlass_aot::model::DType::Bf16,
+                    layout: ::cutlass_aot::model::Layout::Row,
+                    alignment: 8u32,
+                },
+                accumulator: ::cutlass_aot::model::DType::F32,
+                math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+            },
+            schedule: ::cutlass_aot::model::GroupSchedule::Device,
+        }),
+        design: ::cutlass_aot::model::Design::Cutlass3x(::cutlass_aot::model::Design3x {
+            opclass: ::cutlass_aot::model::OpClass::TensorOp,
+            tile: ::cutlass_aot::model::Shape3::new(128u32, 128u32, 64u32),
+            cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+            stages: 0u32,
+            schedule: ::cutlass_aot::model::KernelSchedule::Pingpong,
+            epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
+            tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+        }),
+        epilogue: ::cutlass_aot::model::EpilogueSpec {
+            kind: ::cutlass_aot::model::Epilogue::LinearCombination,
+            compute: ::cutlass_aot::model::DType::F32,
+            fusion: ::cutlass_aot::model::Fusion {
+                activation: ::cutlass_aot::model::Activation::Silu,
+                bias: ::cutlass_aot::model::Broadcast::None,
+                scale: ::cutlass_aot::model::Broadcast::None,
+                aux_output: ::cutlass_aot::model::AuxOutput::None,
+                residual: ::cutlass_aot::model::Residual::None,
+                aux_input: ::cutlass_aot::model::AuxInput::None,
+                reduction: ::cutlass_aot::model::Reduction::None,
+            },
+        },
+        image: &super::IMAGE_SM90_GROUPED_TENSOROP_BF16_F32_GROUPED_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_grouped_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_pingpong_epi_tma_silu",
+        host: ::cutlass_aot::HostCode::GemmGrouped {
+            prepare: ::core::option::Option::None,
+        },
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::bf16;
+        type B = ::cutlass_aot::half::bf16;
+        type C = ::cutlass_aot::half::bf16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Arguments of this kernel: its groups, alpha and beta.
+    pub type Args<'a> = ::cutlass_aot::GroupedGemm<'a, Kernel>;
+    /// Launches the kernel on `stream` over every group (stream-ordered, no
+    /// synchronisation). Every group's extents, leading dimensions, buffer lengths and
+    /// alignment are checked first, and the groups' arguments are uploaded in one copy; on
+    /// error nothing is launched.
+    pub fn run(
+        stream: &::cutlass_aot::CudaStream,
+        args: Args<'_>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch::<Kernel>(stream, args)
+    }
+    /// Launches the kernel on `stream` over experts whose row counts live on the device
+    /// (cumulative offsets, as `torch._grouped_mm` takes them): no host synchronisation.
+    pub fn run_moe(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::MoeGemm<'_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::grouped::launch_moe::<Kernel>(stream, args)
+    }
+}
 /// Every kernel of the manifest, for discovery (`find`, `supports`, filters).
 pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
     &[
@@ -1074,6 +1640,12 @@ pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
         &f16_tn_leaky_relu::INFO,
         &bf16_sm90_bias_gelu_aux::INFO,
         &f16_sm90_row_scale_row_bias_silu::INFO,
+        &grouped_f16_device::INFO,
+        &grouped_f16_host::INFO,
+        &grouped_bf16_sm90_cooperative_identity::INFO,
+        &grouped_bf16_sm90_cooperative_silu::INFO,
+        &grouped_bf16_sm90_pingpong_identity::INFO,
+        &grouped_bf16_sm90_pingpong_silu::INFO,
     ],
 );
 /// The measured dispatch table embedded by the build (`cutlass_aot::dispatch`).

@@ -3,7 +3,7 @@
 //! `GroupProblemShape`) take of everything a GEMM kernel may be.
 
 use super::Finding;
-use crate::model::{Api, DType, GemmKernel, KernelSchedule, Layout, SplitK, TileScheduler};
+use crate::model::{Api, DType, GemmKernel, KernelSchedule, SplitK, TileScheduler};
 
 /// Every grouped rule broken by `k`, appended to `out`.
 pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
@@ -78,18 +78,6 @@ fn check_3x(k: &GemmKernel, out: &mut Vec<Finding>) {
                 "{} is not supported by arch 90 grouped kernels; allowed: f16, bf16, e4m3, e5m2 (use arch 80 \
                  for f32/TF32, f64 and s8 grouped kernels)",
                 k.element_a
-            ),
-        ));
-    }
-    // fp8 operands must be K-major: CUTLASS's grouped builder has no register-sourced path for them.
-    if matches!(k.element_a, DType::E4m3 | DType::E5m2)
-        && (k.layout_a != Layout::Row || k.layout_b != Layout::Column)
-    {
-        out.push((
-            "layout_a",
-            format!(
-                "fp8 grouped kernels need K-major operands: layout_a row and layout_b column (got {} and {})",
-                k.layout_a, k.layout_b
             ),
         ));
     }
