@@ -43,8 +43,8 @@ use cutlass_aot::half::{bf16, f16};
 use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{Api, DType, GroupSchedule, Layout, Operation, OperationKind};
 use cutlass_aot::{
-    device, verify, ColumnMajor, Element, GemmKernel, Group, GroupShape, GroupedGemm, GroupedProblem,
-    KernelInfo, MatrixMut, MatrixRef, MatrixShape, MoeGemm, Operand, RowMajor,
+    device, verify, ColumnMajor, Element, GemmKernel, Group, GroupOf, GroupShape, GroupedGemm,
+    GroupedProblem, KernelInfo, MatrixMut, MatrixRef, MatrixShape, MoeGemm, Operand, RowMajor,
 };
 
 const USAGE: &str = "\
@@ -1273,7 +1273,7 @@ fn measure_host<T: Value>(
                     .zip(outputs.iter_mut())
                     .zip(rows)
                     .map(|(((av, bv), dv), &m)| {
-                        Group::new(
+                        GroupOf::new(
                             MatrixRef::new(av, m, k),
                             MatrixRef::new(bv, k, n),
                             MatrixMut::new(dv, m, n),

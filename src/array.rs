@@ -302,6 +302,9 @@ pub unsafe fn launch_array_raw(
     let ctx = stream.context();
     let device = device::props(ctx)?;
     let mut args = plan_array(info, operands, &device)?;
+    if info.api() == crate::model::Api::Cutlass3x {
+        args.encode_tiled = crate::tma::encode_tiled(info.name)?;
+    }
     ctx.bind_to_thread()
         .map_err(Error::driver("binding the context"))?;
     unsafe { gemm::prepare_and_enqueue(info, stream, &device, &mut args) }

@@ -57,7 +57,7 @@ pub use array::{ArrayGemm, PointerArray, PointerArrayMut};
 pub use error::Error;
 pub use gemm::fusion::{self, FusedArgs, FusionOperands, VectorOperand};
 pub use gemm::{Gemm, GemmKernel, GemmOperands, GemmProblem, Operand, Raster, Tuning};
-pub use grouped::{Group, GroupShape, GroupedGemm, GroupedProblem, MoeGemm};
+pub use grouped::{Group, GroupOf, GroupShape, GroupedGemm, GroupedProblem, MoeGemm};
 pub use image::Image;
 pub use kernel::{HostCode, KernelInfo, Problem, SplitKReduction, Unsupported, Want};
 pub use matrix::{MatrixMut, MatrixRef, MatrixShape};

@@ -1158,7 +1158,12 @@ fn main() {
         .iter()
         .filter(|k| k.operation.kind() == cutlass_aot::model::OperationKind::Gemm)
     {
-        for &case in CASES {
+        // Hopper pointer-array kernels run array mode only (below).
+        let pointer_array = info
+            .design
+            .as_3x()
+            .is_some_and(|d| d.batch_mode == cutlass_aot::model::BatchMode::Array);
+        for &case in CASES.iter().filter(|_| !pointer_array) {
             // Parallel split-K kernels reduce one GEMM; their refusal of batches is tested below.
             if info.design.split_k() == SplitK::Parallel && case.batch > 1 {
                 continue;
@@ -1186,7 +1191,7 @@ fn main() {
             );
         }
         // Array mode takes no fused operands; the fast clamp's K limit is below the case's K.
-        let array = info.api() == Api::Cutlass2x
+        let array = (info.api() == Api::Cutlass2x || pointer_array)
             && info.design.split_k() != SplitK::Parallel
             && !info.epilogue.fusion.has_operands()
             && info.epilogue.kind.max_k().is_none();

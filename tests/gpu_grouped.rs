@@ -439,6 +439,84 @@ fn run_moe(
     unsafe { grouped::launch_moe_raw(info, stream, &ops) }.map_err(|e| format!("launch: {e}").into())
 }
 
+/// The typed API of one kernel (`kernels::NAME::run`) and grouped dispatch (`grouped::run`), on
+/// the same bf16 groups (one of them empty), against the reference.
+fn typed_and_dispatched(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use cutlass_aot::half::bf16;
+    use cutlass_aot::kernels::grouped_bf16_tn_device as kernel;
+    use cutlass_aot::{ColumnMajor, Group, GroupOf, GroupedGemm, MatrixMut, MatrixRef, RowMajor};
+    let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
+    let extents = [(100usize, 64usize, 32usize), (0, 64, 32), (257, 72, 40)];
+    let bits = |m: &HostMatrix| m.data.iter().map(|&v| bf16::from_f64(v)).collect::<Vec<_>>();
+    let mut host = Vec::new();
+    let mut device = Vec::new();
+    for (g, &(m, n, k)) in extents.iter().enumerate() {
+        let a = host_matrix(DType::Bf16, Layout::Row, (m, k), 0, Some(70 + g as u64));
+        let b = host_matrix(DType::Bf16, Layout::Column, (k, n), 0, Some(80 + g as u64));
+        let up = |v: Vec<bf16>| stream.clone_htod(&if v.is_empty() { vec![bf16::ZERO] } else { v });
+        let (da, db) = (up(bits(&a)), up(bits(&b)));
+        let dd = stream.alloc_zeros::<bf16>((m * n).max(1));
+        device.push((
+            da.map_err(|e| format!("{e}"))?,
+            db.map_err(|e| format!("{e}"))?,
+            dd.map_err(|e| format!("{e}"))?,
+        ));
+        host.push((a, b, (m, n, k)));
+    }
+    let check =
+        |device: &[(CudaSlice<bf16>, CudaSlice<bf16>, CudaSlice<bf16>)], what: &str| -> Result<(), Failed> {
+            for ((a, b, (m, n, _)), (_, _, d)) in host.iter().zip(device) {
+                let out: Vec<f64> = stream
+                    .clone_dtoh(d)
+                    .map_err(|e| format!("download: {e}"))?
+                    .iter()
+                    .take(m * n)
+                    .map(|v| v.to_f64())
+                    .collect();
+                let mut expected = host_matrix(DType::Bf16, Layout::Row, (*m, *n), 0, None);
+                verify::reference_gemm(a, b, None, &mut expected, 1.0, 0.0);
+                let error = verify::relative_error(&out, &expected.data);
+                if error.is_nan() || error > 1e-2 {
+                    return Err(format!("{what}: {m}x{n}: relative error {error:.3e}").into());
+                }
+            }
+            Ok(())
+        };
+    let groups: Vec<Group<'_, kernel::Kernel>> = device
+        .iter_mut()
+        .zip(&extents)
+        .map(|((a, b, d), &(m, n, k))| {
+            GroupOf::new(
+                MatrixRef::<bf16, RowMajor>::new(a, m, k),
+                MatrixRef::<bf16, ColumnMajor>::new(b, k, n),
+                MatrixMut::<bf16, RowMajor>::new(d, m, n),
+            )
+        })
+        .collect();
+    kernel::run(&stream, GroupedGemm::new(groups, 1.0f32)).map_err(|e| format!("typed: {e}"))?;
+    check(&device, "typed")?;
+    for (_, _, d) in device.iter_mut() {
+        stream.memset_zeros(d).map_err(|e| format!("memset: {e}"))?;
+    }
+    let groups = device
+        .iter_mut()
+        .zip(&extents)
+        .map(|((a, b, d), &(m, n, k))| {
+            GroupOf::new(
+                MatrixRef::<bf16, RowMajor>::new(a, m, k),
+                MatrixRef::<bf16, ColumnMajor>::new(b, k, n),
+                MatrixMut::<bf16, RowMajor>::new(d, m, n),
+            )
+        })
+        .collect();
+    let chosen = grouped::run(&stream, groups, 1.0, 0.0).map_err(|e| format!("dispatch: {e}"))?;
+    let cc = device::props(ctx).map_err(|e| format!("{e}"))?.compute_capability;
+    if cc == 90 && chosen.api() != Api::Cutlass3x {
+        return Err(format!("dispatch picked {} on a Hopper GPU", chosen.name).into());
+    }
+    check(&device, chosen.rust_name)
+}
+
 /// Refusals launch nothing: D keeps its poison.
 fn refusals(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), Failed> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
@@ -520,6 +598,12 @@ fn main() {
                 );
             }
         }
+    }
+    if REGISTRY.by_name("grouped_bf16_tn_device").is_some() {
+        add(
+            "typed::bf16_groups_through_a_kernel_and_through_dispatch".into(),
+            Box::new(typed_and_dispatched),
+        );
     }
     libtest_mimic::run(&args, trials).exit();
 }

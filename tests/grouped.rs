@@ -366,3 +366,53 @@ fn grouped_kernels_run_only_on_their_architecture() {
         }
     }
 }
+
+#[test]
+fn dispatch_picks_a_hopper_kernel_without_idle_cluster_halves() {
+    let bf16 = (DType::Bf16, DType::Bf16, DType::Bf16);
+    let tn = (Layout::Row, Layout::Column, Layout::Row);
+    let registry = &kernels::REGISTRY;
+    // Mixtral's up projection: 8 experts of 1024 rows.
+    let mixtral =
+        GroupedProblem::new(bf16, tn, vec![GroupShape::new(1024, 28672, 4096); 8]).on_compute_capability(90);
+    let k = cutlass_aot::grouped::select(registry, &mixtral, 132, None).unwrap();
+    assert_eq!(k.api(), Api::Cutlass3x, "{}", k.name);
+    assert_eq!(k.tile().as_array(), [128, 256, 64], "{}", k.name);
+    // DeepSeek's experts of 128 rows: a 2x1 cluster would run an idle CTA beside every tile.
+    let deepseek =
+        GroupedProblem::new(bf16, tn, vec![GroupShape::new(128, 4096, 7168); 256]).on_compute_capability(90);
+    let k = cutlass_aot::grouped::select(registry, &deepseek, 132, None).unwrap();
+    assert_eq!(k.design.cluster().m, 1, "{}", k.name);
+    // Device-resident extents: picked for the typical group.
+    let resident = GroupedProblem::device_resident(bf16, tn, 256).on_compute_capability(90);
+    let k = cutlass_aot::grouped::select(registry, &resident, 132, Some((128, 4096, 7168))).unwrap();
+    assert_eq!(k.design.cluster().m, 1, "{}", k.name);
+    // An A100 gets a 2.x kernel, and never one with a fused activation.
+    let f16 = GroupedProblem::new(
+        (DType::F16, DType::F16, DType::F16),
+        tn,
+        vec![GroupShape::new(300, 512, 256); 4],
+    )
+    .on_compute_capability(80);
+    let k = cutlass_aot::grouped::select(registry, &f16, 108, None).unwrap();
+    assert_eq!(k.api(), Api::Cutlass2x, "{}", k.name);
+    assert!(k.is_plain(), "{}", k.name);
+}
+
+#[test]
+fn dispatch_explains_a_refusal_in_a_few_lines() {
+    let s8 = GroupedProblem::new(
+        (DType::S8, DType::S8, DType::S32),
+        (Layout::Row, Layout::Column, Layout::Row),
+        vec![GroupShape::new(64, 64, 64)],
+    )
+    .on_compute_capability(90);
+    let message = cutlass_aot::grouped::select(&kernels::REGISTRY, &s8, 132, None)
+        .unwrap_err()
+        .to_string();
+    assert_contains(&message, "no grouped kernel can run this problem");
+    assert_contains(&message, "A is s8 but the kernel takes bf16 (");
+    // One clause per distinct reason, however many kernels there are.
+    let clauses = message.matches("; ").count() + 1;
+    assert!(clauses <= 12, "{clauses} clauses: {message}");
+}

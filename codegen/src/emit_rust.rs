@@ -10,8 +10,8 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::model::{
-    AuxInput, AuxOutput, Broadcast, DType, Design, EpilogueSpec, Fusion, GemmKernel, Layout, Operation,
-    Reduction, Shape3, SplitK, TensorAttributes,
+    AuxInput, AuxOutput, BatchMode, Broadcast, DType, Design, EpilogueSpec, Fusion, GemmKernel, Layout,
+    Operation, Reduction, Shape3, SplitK, TensorAttributes,
 };
 
 /// Where a unit's compiled outputs are, as seen from the generated code.
@@ -371,6 +371,7 @@ fn design_value(design: &Design) -> TokenStream {
                         model_value("EpilogueSchedule", d.epilogue_schedule),
                     ),
                     ("tile_scheduler", model_value("TileScheduler", d.tile_scheduler)),
+                    ("batch_mode", model_value("BatchMode", d.batch_mode)),
                 ],
             );
             quote!(::cutlass_aot::model::Design::Cutlass3x(#value))
@@ -478,6 +479,20 @@ fn run_functions(
     layout_c: &TokenStream,
 ) -> (TokenStream, String) {
     let formula = formula(k);
+    let run_array = quote! {
+        /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+        /// kernel. Shapes, alignment and buffer sizes are checked first.
+        pub fn run_array(
+            stream: &::cutlass_aot::CudaStream,
+            args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+        ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+            ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
+        }
+    };
+    // A pointer-array kernel runs array mode only.
+    if k.batch_mode == BatchMode::Array {
+        return (run_array, formula);
+    }
     let plain = quote! {
         /// Arguments of this kernel.
         pub type Args<'a> = ::cutlass_aot::Gemm<'a, Kernel>;
@@ -492,14 +507,7 @@ fn run_functions(
             ::cutlass_aot::gemm::launch::<Kernel>(stream, args)
         }
 
-        /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
-        /// kernel. Shapes, alignment and buffer sizes are checked first.
-        pub fn run_array(
-            stream: &::cutlass_aot::CudaStream,
-            args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
-        ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
-            ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
-        }
+        #run_array
     };
     let f = &k.fusion;
     if !f.has_operands() {

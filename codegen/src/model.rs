@@ -21,6 +21,8 @@ pub struct GemmKernel {
     pub group_schedule: GroupSchedule,
     /// The cargo feature the kernel is built under (`None`: always).
     pub feature: Option<String>,
+    /// 3.x GEMM kernels: strided batches, or a pointer-array kernel (`Strided` for every other).
+    pub batch_mode: BatchMode,
     /// Minimum compute capability, as `major * 10 + minor` (80 for sm_80). 90 selects CUTLASS 3.x
     /// kernels for sm_90a, which run only on compute capability 9.0.
     pub arch: u32,
@@ -101,6 +103,7 @@ impl GemmKernel {
                 schedule: self.schedule,
                 epilogue_schedule: self.epilogue_schedule,
                 tile_scheduler: self.tile_scheduler,
+                batch_mode: self.batch_mode,
             }),
         };
         KernelSpec {
@@ -118,6 +121,12 @@ impl GemmKernel {
     /// Whether the kernel is a grouped GEMM.
     pub fn is_grouped(&self) -> bool {
         self.kind == OperationKind::GemmGrouped
+    }
+
+    /// Whether the kernel is a CUTLASS 3.x pointer-array kernel: a grouped kernel, or a GEMM that
+    /// takes its batch as pointer arrays. Both are built from CUTLASS's pointer-array schedules.
+    pub fn is_pointer_array_3x(&self) -> bool {
+        self.api() == Api::Cutlass3x && (self.is_grouped() || self.batch_mode == BatchMode::Array)
     }
 
     /// CUTLASS 2.x or 3.x, decided by `arch`.
@@ -275,6 +284,9 @@ impl GemmKernel {
         }
         if self.element_epilogue != self.element_accumulator {
             name.push_str(&format!("_epi{}", self.element_epilogue.library_name()));
+        }
+        if self.batch_mode == BatchMode::Array {
+            name.push_str("_array");
         }
         name.push_str(&self.epilogue_suffix());
         name

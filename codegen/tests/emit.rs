@@ -126,6 +126,14 @@ operations:
     schedule: [cooperative, pingpong]
     activation: [identity, silu]
     feature: grouped
+  - kind: gemm
+    name: f16_sm90_array
+    arch: 90
+    a: f16
+    layout_a: row
+    layout_b: column
+    tile: [128, 256, 64]
+    batch_mode: array
 ";
 
 /// A measured table naming one kernel of the manifest and one it does not have.
@@ -195,7 +203,8 @@ fn units_group_kernels_by_family() {
             "tensorop_f32_f32_0",
             // Grouped kernels have units of their own; a cargo feature is part of the family.
             "grouped_tensorop_f16_f32_0",
-            "sm90_grouped_tensorop_bf16_f32_grouped_0"
+            "sm90_grouped_tensorop_bf16_f32_grouped_0",
+            "sm90_array_tensorop_f16_f32_0"
         ]
     );
     assert_eq!(units[0].kernels.len(), 3);
@@ -227,7 +236,8 @@ fn units_group_kernels_by_family() {
             "sm90_grouped_tensorop_bf16_f32_grouped_0",
             "sm90_grouped_tensorop_bf16_f32_grouped_1",
             "sm90_grouped_tensorop_bf16_f32_grouped_2",
-            "sm90_grouped_tensorop_bf16_f32_grouped_3"
+            "sm90_grouped_tensorop_bf16_f32_grouped_3",
+            "sm90_array_tensorop_f16_f32_0"
         ]
     );
 }

@@ -13,7 +13,7 @@ use crate::device;
 use crate::error::Error;
 use crate::kernel::{HostCode, KernelInfo};
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
-use crate::model::{Api, Layout, Reduction, SplitK};
+use crate::model::{Api, BatchMode, Layout, Reduction, SplitK};
 use crate::params::{run_prepare, PrepareFn, Prepared};
 use crate::types::{Element, LayoutTag, Scalar};
 use fusion::{FusedArgs, FusionOperands, HeldFusion};
@@ -87,9 +87,14 @@ impl<'a, K: GemmKernel> Gemm<'a, K> {
 impl KernelInfo {
     /// Whether a launch with `split_k_slices` may need a device workspace: stream-K scheduling,
     /// serial split-K semaphores, parallel split-K partial sums, a reduction's partial row sums and
-    /// tile counters. Such launches go through the per-stream workspace cache.
+    /// tile counters, a pointer-array kernel's tensor maps. Such launches go through the per-stream
+    /// workspace cache.
     pub fn may_need_workspace(&self, split_k_slices: usize) -> bool {
         matches!(self.design.split_k(), SplitK::StreamK | SplitK::Parallel)
+            || self
+                .design
+                .as_3x()
+                .is_some_and(|d| d.batch_mode == BatchMode::Array)
             || self.epilogue.fusion.reduction != Reduction::None
             || split_k_slices > 1
     }

@@ -1,7 +1,7 @@
 //! A GEMM problem as discovery sees it, and the rules a GEMM kernel checks it by.
 
 use crate::kernel::{KernelInfo, Problem, Want};
-use crate::model::{Api, DType, Epilogue, Fusion, Layout, OperationKind, Reduction, SplitK};
+use crate::model::{Api, BatchMode, DType, Epilogue, Fusion, Layout, OperationKind, Reduction, SplitK};
 
 use super::fusion::FusionOperands;
 
@@ -356,10 +356,14 @@ fn epilogue_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut Want<'_
 
 /// Array mode (operands given by device arrays of pointers) needs a CUTLASS 2.x kernel.
 fn array_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut Want<'_>) {
+    let pointer_array_3x = kernel
+        .design
+        .as_3x()
+        .is_some_and(|d| d.batch_mode == BatchMode::Array);
     if problem.pointer_arrays {
-        want(kernel.api() == Api::Cutlass2x, &|| {
-            "array mode (pointer arrays) needs a CUTLASS 2.x kernel (arch 80); this binary's 3.x kernels \
-                take strided batches only"
+        want(kernel.api() == Api::Cutlass2x || pointer_array_3x, &|| {
+            "array mode (pointer arrays) needs a CUTLASS 2.x kernel (arch 80) or a 3.x pointer-array kernel \
+                (`batch_mode: array`); this 3.x kernel takes strided batches only"
                 .to_string()
         });
         want(!kernel.epilogue.fusion.has_operands(), &|| {
@@ -368,6 +372,12 @@ fn array_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut Want<'_>) 
                     them; use plain or batched mode",
                 kernel.epilogue.fusion.label()
             )
+        });
+    } else {
+        want(!pointer_array_3x, &|| {
+            "this is a pointer-array kernel (`batch_mode: array`): it runs array mode only; pass the \
+                matrices as pointer arrays (`run_array`, `array::launch_array_raw`) or use a strided kernel"
+                .to_string()
         });
     }
 }

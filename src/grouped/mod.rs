@@ -14,6 +14,7 @@
 //! Groups with no rows (m = 0) are allowed and cost nothing.
 
 mod problem;
+mod select;
 
 use std::ffi::c_void;
 
@@ -27,30 +28,41 @@ use crate::kernel::{HostCode, KernelInfo};
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
 use crate::model::{Api, Layout};
 use crate::params::{run_prepare, PrepareFn, Prepared};
-use crate::types::{LayoutTag, Scalar};
+use crate::types::{Element, LayoutTag, Scalar};
 
 pub use problem::{GroupShape, GroupedProblem, MAX_GROUPS};
+pub use select::{estimated_cost, run, run_with, select};
 
-/// One GEMM of a grouped launch: D (m×n) = alpha·A (m×k)·B (k×n) + beta·C.
-pub struct Group<'a, K: GemmKernel> {
-    pub a: MatrixRef<'a, K::A, K::LayoutA>,
-    pub b: MatrixRef<'a, K::B, K::LayoutB>,
+/// One GEMM of a grouped launch, D (m×n) = alpha·A (m×k)·B (k×n) + beta·C, typed by its element
+/// types and layouts ([`Group`] names them by a kernel).
+pub struct GroupOf<'a, A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC: LayoutTag> {
+    pub a: MatrixRef<'a, A, LA>,
+    pub b: MatrixRef<'a, B, LB>,
     /// Without C, the launch's beta must be 0 (C is then not read).
-    pub c: Option<MatrixRef<'a, K::C, K::LayoutC>>,
-    pub d: MatrixMut<'a, K::C, K::LayoutC>,
+    pub c: Option<MatrixRef<'a, C, LC>>,
+    pub d: MatrixMut<'a, C, LC>,
 }
 
-impl<'a, K: GemmKernel> Group<'a, K> {
-    pub fn new(
-        a: MatrixRef<'a, K::A, K::LayoutA>,
-        b: MatrixRef<'a, K::B, K::LayoutB>,
-        d: MatrixMut<'a, K::C, K::LayoutC>,
-    ) -> Self {
-        Group { a, b, c: None, d }
+/// One GEMM of a grouped launch of kernel `K`.
+pub type Group<'a, K> = GroupOf<
+    'a,
+    <K as GemmKernel>::A,
+    <K as GemmKernel>::B,
+    <K as GemmKernel>::C,
+    <K as GemmKernel>::LayoutA,
+    <K as GemmKernel>::LayoutB,
+    <K as GemmKernel>::LayoutC,
+>;
+
+impl<'a, A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC: LayoutTag>
+    GroupOf<'a, A, B, C, LA, LB, LC>
+{
+    pub fn new(a: MatrixRef<'a, A, LA>, b: MatrixRef<'a, B, LB>, d: MatrixMut<'a, C, LC>) -> Self {
+        GroupOf { a, b, c: None, d }
     }
 
     /// Adds C (scaled by the launch's beta).
-    pub fn with_c(mut self, c: MatrixRef<'a, K::C, K::LayoutC>) -> Self {
+    pub fn with_c(mut self, c: MatrixRef<'a, C, LC>) -> Self {
         self.c = Some(c);
         self
     }
@@ -111,14 +123,32 @@ pub struct GroupedOperands<'g> {
 /// `stream`. Stream-ordered; nothing is synchronised. On any error nothing is launched.
 pub fn launch<K: GemmKernel>(stream: &CudaStream, args: GroupedGemm<'_, K>) -> Result<(), Error> {
     let GroupedGemm {
-        groups: mut typed,
+        mut groups,
         alpha,
         beta,
         activation_arg,
     } = args;
+    let scalars = (alpha.into(), beta.into(), activation_arg);
+    with_group_operands(stream, &mut groups, scalars, |ops| {
+        // SAFETY: every address comes from a live cudarc buffer of the stated length and of K's
+        // element types (enforced by the signature).
+        unsafe { launch_raw(K::info(), stream, ops) }
+    })
+}
+
+/// Runs `f` on the untyped view of typed groups (with `(alpha, beta, activation_arg)`) while their
+/// buffers are held for `stream`: the pointers are taken with the stream so that cudarc orders the
+/// launch after earlier work on these buffers, and the guards record completion events when
+/// dropped, after `f` has launched.
+fn with_group_operands<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC: LayoutTag, R>(
+    stream: &CudaStream,
+    typed: &mut [GroupOf<'_, A, B, C, LA, LB, LC>],
+    (alpha, beta, activation_arg): (f64, f64, f64),
+    f: impl FnOnce(&GroupedOperands<'_>) -> R,
+) -> R {
     let mut guards = Vec::with_capacity(typed.len() * 4);
-    let mut groups = Vec::with_capacity(typed.len());
-    for group in &typed {
+    let mut inputs = Vec::with_capacity(typed.len());
+    for group in typed.iter() {
         let (a, guard) = group.a.buffer.device_ptr(stream);
         guards.push(guard);
         let (b, guard) = group.b.buffer.device_ptr(stream);
@@ -128,16 +158,15 @@ pub fn launch<K: GemmKernel>(stream: &CudaStream, args: GroupedGemm<'_, K>) -> R
             guards.push(guard);
             operand(c.shape, c.buffer.len(), address)
         });
-        groups.push((
+        inputs.push((
             operand(group.a.shape, group.a.buffer.len(), a),
             operand(group.b.shape, group.b.buffer.len(), b),
             c,
         ));
     }
-    // D last: a D that is also another group's input would be refused by cudarc's borrow rules
-    // already (one `&mut`), and its write is ordered after every earlier use.
-    let mut operands = Vec::with_capacity(groups.len());
-    for ((a, b, c), group) in groups.into_iter().zip(typed.iter_mut()) {
+    // D last: its write is ordered after every earlier use of the buffer.
+    let mut operands = Vec::with_capacity(inputs.len());
+    for ((a, b, c), group) in inputs.into_iter().zip(typed.iter_mut()) {
         let len = group.d.buffer.len();
         let (d, guard) = group.d.buffer.device_ptr_mut(stream);
         guards.push(guard);
@@ -148,16 +177,12 @@ pub fn launch<K: GemmKernel>(stream: &CudaStream, args: GroupedGemm<'_, K>) -> R
             d: operand(group.d.shape, len, d),
         });
     }
-    let ops = GroupedOperands {
+    let result = f(&GroupedOperands {
         groups: &operands,
-        alpha: alpha.into(),
-        beta: beta.into(),
+        alpha,
+        beta,
         activation_arg,
-    };
-    // SAFETY: every address comes from a live cudarc buffer of the stated length and of K's
-    // element types (enforced by the signature); the guards order the launch after earlier work
-    // on them and record its completion when dropped, after the launch.
-    let result = unsafe { launch_raw(K::info(), stream, &ops) };
+    });
     drop(guards);
     result
 }

@@ -19,23 +19,25 @@ pub const ADDR_B: u64 = 0x7f10_0000_0000;
 pub const ADDR_C: u64 = 0x7f20_0000_0000;
 pub const ADDR_D: u64 = 0x7f30_0000_0000;
 
-/// The GEMM kernels of the registry (the manifest lists them before any grouped kernel of
-/// `--features grouped`), as a registry of their own for the GEMM suites.
+/// The default build's GEMM kernels of the registry, in manifest order, as a registry of their own
+/// for the GEMM suites: without the kernel families of cargo features (grouped kernels of
+/// `--features grouped`, Hopper pointer-array kernels of `--features array`), which have suites of
+/// their own.
 pub fn gemm_registry() -> &'static cutlass_aot::Registry {
     static GEMM: std::sync::OnceLock<cutlass_aot::Registry> = std::sync::OnceLock::new();
     GEMM.get_or_init(|| {
-        let all = kernels::REGISTRY.all();
-        let count = all
+        let kernels: Vec<&'static KernelInfo> = kernels::REGISTRY
+            .all()
             .iter()
-            .take_while(|k| k.operation.kind() == cutlass_aot::model::OperationKind::Gemm)
-            .count();
-        assert!(
-            all[count..]
-                .iter()
-                .all(|k| k.operation.kind() != cutlass_aot::model::OperationKind::Gemm),
-            "the manifest lists every GEMM kernel before the other operations"
-        );
-        cutlass_aot::Registry::new(&all[..count])
+            .copied()
+            .filter(|k| k.operation.kind() == cutlass_aot::model::OperationKind::Gemm)
+            .filter(|k| {
+                k.design
+                    .as_3x()
+                    .map_or(true, |d| d.batch_mode == cutlass_aot::model::BatchMode::Strided)
+            })
+            .collect();
+        cutlass_aot::Registry::new(Box::leak(kernels.into_boxed_slice()))
     })
 }
 

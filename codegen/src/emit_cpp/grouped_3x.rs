@@ -1,7 +1,8 @@
-//! CUTLASS 3.x grouped GEMM (sm_90a, pointer-array warp-specialized kernels over a
-//! `GroupProblemShape`): the C++ of one kernel, for `cutlass_aot/grouped_3x.cuh`. Operands are
-//! given per group through device arrays of pointers and strides, so the builders take pointer
-//! layouts (`RowMajor *`).
+//! CUTLASS 3.x pointer-array kernels (sm_90a warp-specialized): grouped GEMM over a
+//! `GroupProblemShape` and the pointer-array batched GEMM over an `ArrayProblemShape` — the C++ of
+//! one kernel, for `cutlass_aot/grouped_3x.cuh`. A grouped kernel takes per-group strides through
+//! device arrays, so its builders take pointer layouts (`RowMajor *`); an array kernel has one
+//! shape and stride for every batch.
 
 use super::{cute_shape, operand_type_3x};
 use crate::model::{Activation, Epilogue, EpilogueSchedule, GemmKernel, KernelSchedule};
@@ -25,7 +26,27 @@ fn fusion_operation(k: &GemmKernel) -> String {
     }
 }
 
+/// A grouped kernel.
 pub(super) fn kernel_source(k: &GemmKernel) -> String {
+    source(
+        k,
+        " *",
+        "cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>",
+        "CUTLASS_AOT_GROUPED_3X",
+    )
+}
+
+/// A pointer-array batched GEMM kernel.
+pub(super) fn array_kernel_source(k: &GemmKernel) -> String {
+    source(
+        k,
+        "",
+        "cutlass::gemm::ArrayProblemShape<cute::Shape<int, int, int, int>>",
+        "CUTLASS_AOT_GEMM_3X_ARRAY",
+    )
+}
+
+fn source(k: &GemmKernel, pointer: &str, problem_shape: &str, entry_macro: &str) -> String {
     let stages = if k.stages == 0 {
         "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(\n        \
          sizeof(typename CollectiveEpilogue::SharedStorage))>"
@@ -61,21 +82,21 @@ pub(super) fn kernel_source(k: &GemmKernel) -> String {
          using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<\n    \
          cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,\n    \
          cutlass::epilogue::collective::EpilogueTileAuto, {eacc}, {eepi},\n    \
-         {ec}, {lc} *, {align_c},\n    \
-         {ec}, {lc} *, {align_c},\n    \
+         {ec}, {lc}{pointer}, {align_c},\n    \
+         {ec}, {lc}{pointer}, {align_c},\n    \
          {epilogue_schedule},\n    \
          {fusion}>::CollectiveOp;\n\
          using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<\n    \
          cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,\n    \
-         {ea}, {la} *, {align_a},\n    \
-         {eb}, {lb} *, {align_b},\n    \
+         {ea}, {la}{pointer}, {align_a},\n    \
+         {eb}, {lb}{pointer}, {align_b},\n    \
          {eacc}, TileShape, ClusterShape,\n    \
          {stages},\n    \
          {schedule}>::CollectiveOp;\n\
          using Kernel = cutlass::gemm::kernel::GemmUniversal<\n    \
-         cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>, CollectiveMainloop, CollectiveEpilogue>;\n\
+         {problem_shape}, CollectiveMainloop, CollectiveEpilogue>;\n\
          }} // namespace {name}_types\n\
-         CUTLASS_AOT_GROUPED_3X({name}, {name}_types::Kernel)\n",
+         {entry_macro}({name}, {name}_types::Kernel)\n",
         origin = k.origin,
         name = k.name,
         tile = cute_shape(k.tile),

@@ -17,7 +17,7 @@ mod grouped_3x;
 
 use std::fmt::Write as _;
 
-use crate::model::{Api, GemmKernel, OperationKind, Shape3};
+use crate::model::{Api, BatchMode, GemmKernel, OperationKind, Shape3};
 
 /// One generated translation unit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,9 +85,17 @@ const GROUPED_3X: Emitter = Emitter {
     kernel: grouped_3x::kernel_source,
 };
 
+/// CUTLASS 3.x pointer-array batched GEMM: the grouped glue's pointer-array machinery.
+const GEMM_3X_ARRAY: Emitter = Emitter {
+    family_prefix: "sm90_array_",
+    kernel: grouped_3x::array_kernel_source,
+    ..GROUPED_3X
+};
+
 fn emitter(kernel: &GemmKernel) -> &'static Emitter {
     match (kernel.kind, kernel.api()) {
         (OperationKind::Gemm, Api::Cutlass2x) => &GEMM_2X,
+        (OperationKind::Gemm, Api::Cutlass3x) if kernel.batch_mode == BatchMode::Array => &GEMM_3X_ARRAY,
         (OperationKind::Gemm, Api::Cutlass3x) => &GEMM_3X,
         (OperationKind::GemmGrouped, Api::Cutlass2x) => &GROUPED_2X,
         (OperationKind::GemmGrouped, Api::Cutlass3x) => &GROUPED_3X,

@@ -129,6 +129,25 @@ pub fn check(e: &Entry) -> Vec<KeyProblem> {
             blocking: false,
         });
     }
+    if e.batch_mode.is_some() && e.kind != OperationKind::Gemm {
+        out.push(KeyProblem {
+            key: "batch_mode",
+            message: format!(
+                "batch_mode is only for `kind: gemm` (this entry is {}): remove it",
+                e.kind
+            ),
+            blocking: false,
+        });
+    } else if has_2x && e.batch_mode.is_some() {
+        out.push(KeyProblem {
+            key: "batch_mode",
+            message: format!(
+                "batch_mode is only for arch 90 (CUTLASS 3.x); 2.x kernels take strided batches and pointer \
+                 arrays at run time: remove it{split}"
+            ),
+            blocking: false,
+        });
+    }
     if e.kind == OperationKind::GemmGrouped && e.swizzle.is_some() {
         out.push(KeyProblem {
             key: "swizzle",

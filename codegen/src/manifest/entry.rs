@@ -5,7 +5,7 @@ use super::report::Report;
 use super::schema::RawOperation;
 use super::values::{describe, family, integer, shape_family, spelled_family, stages, BadValue, Stages};
 use crate::model::{
-    Activation, AuxInput, AuxOutput, Broadcast, DType, Epilogue, EpilogueSchedule, GroupSchedule,
+    Activation, AuxInput, AuxOutput, BatchMode, Broadcast, DType, Epilogue, EpilogueSchedule, GroupSchedule,
     KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction, Residual, Shape3, SplitK, Swizzle,
     TileScheduler,
 };
@@ -56,6 +56,7 @@ pub struct Entry {
     pub aux_input: Option<Vec<AuxInput>>,
     pub reduction: Option<Vec<Reduction>>,
     pub group_schedule: Option<Vec<GroupSchedule>>,
+    pub batch_mode: Option<Vec<BatchMode>>,
 }
 
 /// Reads entry `index`, reporting every problem; `None` when a required field is missing or
@@ -153,6 +154,9 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         }),
         group_schedule: r.optional("group_schedule", &raw.group_schedule, |v| {
             spelled_family(v, GroupSchedule::from_manifest_name, &GroupSchedule::allowed())
+        }),
+        batch_mode: r.optional("batch_mode", &raw.batch_mode, |v| {
+            spelled_family(v, BatchMode::from_manifest_name, &BatchMode::allowed())
         }),
     };
     entry.clean = r.clean;

@@ -3,16 +3,16 @@
 use super::entry::Entry;
 use super::values::Stages;
 use crate::model::{
-    Activation, Api, AuxInput, AuxOutput, Broadcast, DType, Epilogue, EpilogueSchedule, Fusion, GemmKernel,
-    GroupSchedule, KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction, Residual, Shape3,
-    SplitK, Swizzle, TileScheduler,
+    Activation, Api, AuxInput, AuxOutput, BatchMode, Broadcast, DType, Epilogue, EpilogueSchedule, Fusion,
+    GemmKernel, GroupSchedule, KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction, Residual,
+    Shape3, SplitK, Swizzle, TileScheduler,
 };
 
 /// More kernels than this from one entry is surely a mistake (each one is compiled by nvcc).
 pub const MAX_KERNELS_PER_ENTRY: usize = 4096;
 
 /// How many fields an entry has (its `kind` and `name` aside).
-const FIELDS: usize = 32;
+const FIELDS: usize = 33;
 
 /// How many kernels `entry` expands to.
 pub fn count(e: &Entry) -> usize {
@@ -57,6 +57,7 @@ fn lengths(e: &Entry) -> [usize; FIELDS] {
         len(&e.aux_input),
         len(&e.reduction),
         len(&e.group_schedule),
+        len(&e.batch_mode),
     ]
 }
 
@@ -107,6 +108,7 @@ pub fn expand(e: &Entry, origin: &str) -> Vec<GemmKernel> {
                     aux_input: pick(&e.aux_input, i[29]),
                     reduction: pick(&e.reduction, i[30]),
                     group_schedule: pick(&e.group_schedule, i[31]),
+                    batch_mode: pick(&e.batch_mode, i[32]),
                 },
                 e.kind,
                 origin,
@@ -162,6 +164,7 @@ struct Choice {
     aux_input: Option<AuxInput>,
     reduction: Option<Reduction>,
     group_schedule: Option<GroupSchedule>,
+    batch_mode: Option<BatchMode>,
 }
 
 /// Fills the defaults of the manifest format (documented in `mod.rs`). Keys of the other CUTLASS
@@ -184,6 +187,7 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
         rust_name: String::new(),
         kind,
         group_schedule: c.group_schedule.unwrap_or(GroupSchedule::Device),
+        batch_mode: c.batch_mode.unwrap_or(BatchMode::Strided),
         feature: None,
         arch: c.arch,
         opclass,
@@ -282,7 +286,7 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
             // Grouped kernels are persistent pointer-array kernels: cooperative where the tile is
             // tall enough for two consumer warp groups, else ping-pong; their epilogue goes
             // through shared memory with TMA unless asked otherwise.
-            if kind == OperationKind::GemmGrouped {
+            if kernel.is_pointer_array_3x() {
                 if kernel.schedule == KernelSchedule::Auto {
                     kernel.schedule = if c.tile.m >= 128 {
                         KernelSchedule::Cooperative

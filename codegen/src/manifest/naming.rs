@@ -46,6 +46,7 @@ const PLACEHOLDERS: &[(&str, Option<Api>, Render)] = &[
     ("group_schedule", Some(Api::Cutlass2x), |k| {
         k.group_schedule.to_string()
     }),
+    ("batch_mode", Some(Api::Cutlass3x), |k| k.batch_mode.to_string()),
 ];
 
 /// Whether placeholder `i` means something for `kernel`.

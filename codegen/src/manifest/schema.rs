@@ -58,5 +58,6 @@ pub struct RawOperation {
     pub aux_input: Option<Value>,
     pub reduction: Option<Value>,
     pub group_schedule: Option<Value>,
+    pub batch_mode: Option<Value>,
     pub feature: Option<Value>,
 }

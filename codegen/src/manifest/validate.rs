@@ -32,7 +32,7 @@ pub fn check(k: &GemmKernel) -> Vec<Finding> {
         Api::Cutlass3x => rules_3x::check(k, &mut out),
     }
     rules_epilogue::check(k, &mut out);
-    if k.is_grouped() {
+    if k.is_grouped() || k.is_pointer_array_3x() {
         rules_grouped::check(k, &mut out);
     }
     out

@@ -462,6 +462,7 @@ pub mod bf16_sm90_cooperative {
             schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
             epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
             tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+            batch_mode: ::cutlass_aot::model::BatchMode::Strided,
         }),
         epilogue: ::cutlass_aot::model::EpilogueSpec {
             kind: ::cutlass_aot::model::Epilogue::LinearCombination,
@@ -562,6 +563,7 @@ pub mod bf16_sm90_pingpong {
             schedule: ::cutlass_aot::model::KernelSchedule::Pingpong,
             epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
             tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+            batch_mode: ::cutlass_aot::model::BatchMode::Strided,
         }),
         epilogue: ::cutlass_aot::model::EpilogueSpec {
             kind: ::cutlass_aot::model::Epilogue::LinearCombination,
@@ -662,6 +664,7 @@ pub mod bf16_sm90_bias_gelu_aux {
             schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
             epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
             tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+            batch_mode: ::cutlass_aot::model::BatchMode::Strided,
         }),
         epilogue: ::cutlass_aot::model::EpilogueSpec {
             kind: ::cutlass_aot::model::Epilogue::LinearCombination,
@@ -782,6 +785,7 @@ pub mod f16_sm90_streamk {
             schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
             epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Auto,
             tile_scheduler: ::cutlass_aot::model::TileScheduler::StreamK,
+            batch_mode: ::cutlass_aot::model::BatchMode::Strided,
         }),
         epilogue: ::cutlass_aot::model::EpilogueSpec {
             kind: ::cutlass_aot::model::Epilogue::LinearCombination,
@@ -882,6 +886,7 @@ pub mod f16_sm90_row_scale_row_bias_silu {
             schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
             epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
             tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+            batch_mode: ::cutlass_aot::model::BatchMode::Strided,
         }),
         epilogue: ::cutlass_aot::model::EpilogueSpec {
             kind: ::cutlass_aot::model::Epilogue::LinearCombination,
@@ -1440,6 +1445,7 @@ pub mod grouped_bf16_sm90_cooperative_identity {
             schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
             epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
             tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+            batch_mode: ::cutlass_aot::model::BatchMode::Strided,
         }),
         epilogue: ::cutlass_aot::model::EpilogueSpec {
             kind: ::cutlass_aot::model::Epilogue::LinearCombination,
@@ -1543,6 +1549,7 @@ pub mod grouped_bf16_sm90_cooperative_silu {
             schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
             epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
             tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+            batch_mode: ::cutlass_aot::model::BatchMode::Strided,
         }),
         epilogue: ::cutlass_aot::model::EpilogueSpec {
             kind: ::cutlass_aot::model::Epilogue::LinearCombination,
@@ -1646,6 +1653,7 @@ pub mod grouped_bf16_sm90_pingpong_identity {
             schedule: ::cutlass_aot::model::KernelSchedule::Pingpong,
             epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
             tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+            batch_mode: ::cutlass_aot::model::BatchMode::Strided,
         }),
         epilogue: ::cutlass_aot::model::EpilogueSpec {
             kind: ::cutlass_aot::model::Epilogue::LinearCombination,
@@ -1749,6 +1757,7 @@ pub mod grouped_bf16_sm90_pingpong_silu {
             schedule: ::cutlass_aot::model::KernelSchedule::Pingpong,
             epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
             tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+            batch_mode: ::cutlass_aot::model::BatchMode::Strided,
         }),
         epilogue: ::cutlass_aot::model::EpilogueSpec {
             kind: ::cutlass_aot::model::Epilogue::LinearCombination,
@@ -1806,6 +1815,100 @@ pub mod grouped_bf16_sm90_pingpong_silu {
         ::cutlass_aot::grouped::launch_moe::<Kernel>(stream, args)
     }
 }
+static IMAGE_SM90_ARRAY_TENSOROP_F16_F32_0: ::cutlass_aot::Image = ::cutlass_aot::Image::new(
+    "sm90_array_tensorop_f16_f32_0",
+    ::core::option::Option::Some(include_bytes!("/out/cutlass_aot/unit.fatbin")),
+);
+/// `cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x256x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_array`: D = alpha·(A @ B) + beta·C. A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x256x64, 0 stages, from golden.yaml:119.
+pub mod f16_sm90_array {
+    extern "C" {
+        fn cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x256x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_array_prepare(
+            args: *const ::cutlass_aot::abi::cutlass_aot_gemm_args,
+            params: *mut ::core::ffi::c_void,
+            params_capacity: usize,
+            launch: *mut ::cutlass_aot::abi::cutlass_aot_launch,
+        ) -> i32;
+    }
+    /// Metadata of this kernel (also listed in the registry).
+    pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
+        name: "cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x256x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_array",
+        rust_name: stringify!(f16_sm90_array),
+        origin: "golden.yaml:119",
+        min_compute_capability: 90u32,
+        operation: ::cutlass_aot::model::Operation::Gemm(::cutlass_aot::model::GemmOperation {
+            a: ::cutlass_aot::model::TensorAttributes {
+                element: ::cutlass_aot::model::DType::F16,
+                layout: ::cutlass_aot::model::Layout::Row,
+                alignment: 8u32,
+            },
+            b: ::cutlass_aot::model::TensorAttributes {
+                element: ::cutlass_aot::model::DType::F16,
+                layout: ::cutlass_aot::model::Layout::Column,
+                alignment: 8u32,
+            },
+            c: ::cutlass_aot::model::TensorAttributes {
+                element: ::cutlass_aot::model::DType::F16,
+                layout: ::cutlass_aot::model::Layout::Row,
+                alignment: 8u32,
+            },
+            accumulator: ::cutlass_aot::model::DType::F32,
+            math: ::cutlass_aot::model::MathOp::MultiplyAdd,
+        }),
+        design: ::cutlass_aot::model::Design::Cutlass3x(::cutlass_aot::model::Design3x {
+            opclass: ::cutlass_aot::model::OpClass::TensorOp,
+            tile: ::cutlass_aot::model::Shape3::new(128u32, 256u32, 64u32),
+            cluster: ::cutlass_aot::model::Shape3::new(1u32, 1u32, 1u32),
+            stages: 0u32,
+            schedule: ::cutlass_aot::model::KernelSchedule::Cooperative,
+            epilogue_schedule: ::cutlass_aot::model::EpilogueSchedule::Tma,
+            tile_scheduler: ::cutlass_aot::model::TileScheduler::Persistent,
+            batch_mode: ::cutlass_aot::model::BatchMode::Array,
+        }),
+        epilogue: ::cutlass_aot::model::EpilogueSpec {
+            kind: ::cutlass_aot::model::Epilogue::LinearCombination,
+            compute: ::cutlass_aot::model::DType::F32,
+            fusion: ::cutlass_aot::model::Fusion {
+                activation: ::cutlass_aot::model::Activation::Identity,
+                bias: ::cutlass_aot::model::Broadcast::None,
+                scale: ::cutlass_aot::model::Broadcast::None,
+                aux_output: ::cutlass_aot::model::AuxOutput::None,
+                residual: ::cutlass_aot::model::Residual::None,
+                aux_input: ::cutlass_aot::model::AuxInput::None,
+                reduction: ::cutlass_aot::model::Reduction::None,
+            },
+        },
+        image: &super::IMAGE_SM90_ARRAY_TENSOROP_F16_F32_0,
+        entry: c"cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x256x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_array",
+        host: ::cutlass_aot::HostCode::Gemm {
+            prepare: ::core::option::Option::Some(
+                cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x256x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_array_prepare,
+            ),
+            reduction: ::core::option::Option::None,
+        },
+    };
+    /// The kernel as a type: its operand types and layouts are part of the signature.
+    pub struct Kernel;
+    impl ::cutlass_aot::GemmKernel for Kernel {
+        type A = ::cutlass_aot::half::f16;
+        type B = ::cutlass_aot::half::f16;
+        type C = ::cutlass_aot::half::f16;
+        type LayoutA = ::cutlass_aot::RowMajor;
+        type LayoutB = ::cutlass_aot::ColumnMajor;
+        type LayoutC = ::cutlass_aot::RowMajor;
+        type Scalar = f32;
+        fn info() -> &'static ::cutlass_aot::KernelInfo {
+            &INFO
+        }
+    }
+    /// Array mode: one GEMM per matrix of the pointer arrays, launched on `stream` as one
+    /// kernel. Shapes, alignment and buffer sizes are checked first.
+    pub fn run_array(
+        stream: &::cutlass_aot::CudaStream,
+        args: ::cutlass_aot::ArrayGemm<'_, '_, Kernel>,
+    ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+        ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
+    }
+}
 /// Every kernel of the manifest, for discovery (`find`, `supports`, filters).
 pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
     &[
@@ -1826,6 +1929,7 @@ pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
         &grouped_bf16_sm90_cooperative_silu::INFO,
         &grouped_bf16_sm90_pingpong_identity::INFO,
         &grouped_bf16_sm90_pingpong_silu::INFO,
+        &f16_sm90_array::INFO,
     ],
 );
 /// The measured dispatch table embedded by the build (`cutlass_aot::dispatch`).

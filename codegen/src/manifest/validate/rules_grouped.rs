@@ -1,12 +1,18 @@
-//! The extra rules of grouped GEMM kernels (`kind: gemm_grouped`), on top of the rules of their
-//! generation: what CUTLASS's grouped kernels (2.x `GemmGrouped`, 3.x pointer-array kernels over a
-//! `GroupProblemShape`) take of everything a GEMM kernel may be.
+//! The extra rules of grouped GEMM kernels (`kind: gemm_grouped`) and of CUTLASS 3.x pointer-array
+//! GEMM kernels (`batch_mode: array`), on top of the rules of their generation: what CUTLASS's
+//! grouped kernels (2.x `GemmGrouped`) and pointer-array kernels (3.x, over a `GroupProblemShape`
+//! or an `ArrayProblemShape`) take of everything a GEMM kernel may be.
 
 use super::Finding;
 use crate::model::{Api, DType, GemmKernel, KernelSchedule, SplitK, TileScheduler};
 
-/// Every grouped rule broken by `k`, appended to `out`.
+/// Every grouped or pointer-array rule broken by `k`, appended to `out`.
 pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
+    let what = if k.is_grouped() {
+        "grouped kernels"
+    } else {
+        "pointer-array kernels"
+    };
     for (field, layout) in [
         ("layout_a", k.layout_a),
         ("layout_b", k.layout_b),
@@ -15,10 +21,7 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
         if layout.interleave().is_some() {
             out.push((
                 field,
-                format!(
-                    "{layout} is not supported by grouped kernels; allowed: row, column (CUTLASS's grouped \
-                     GEMMs take plain row- or column-major operands)"
-                ),
+                format!("{layout} is not supported by {what}; allowed: row, column"),
             ));
         }
     }
@@ -26,8 +29,8 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
         out.push((
             "bias",
             format!(
-                "a grouped kernel's epilogue takes no bias, scale vectors, aux matrix or row sums ({} was \
-                 asked for); allowed: an activation, or a clamp (CUTLASS's grouped epilogues are the linear \
+                "the epilogue of {what} takes no bias, scale vectors, aux matrix or row sums ({} was asked \
+                 for); allowed: an activation, or a clamp (CUTLASS's pointer-array epilogues are the linear \
                  combination and elementwise activations)",
                 k.fusion.label()
             ),
@@ -35,7 +38,7 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
     }
     match k.api() {
         Api::Cutlass2x => check_2x(k, out),
-        Api::Cutlass3x => check_3x(k, out),
+        Api::Cutlass3x => check_3x(k, what, out),
     }
 }
 
@@ -50,13 +53,13 @@ fn check_2x(k: &GemmKernel, out: &mut Vec<Finding>) {
     }
 }
 
-fn check_3x(k: &GemmKernel, out: &mut Vec<Finding>) {
+fn check_3x(k: &GemmKernel, what: &str, out: &mut Vec<Finding>) {
     if !matches!(k.schedule, KernelSchedule::Cooperative | KernelSchedule::Pingpong) {
         out.push((
             "schedule",
             format!(
-                "{} is not supported by grouped kernels; allowed: cooperative (tile M a multiple of 128), \
-                 pingpong (CUTLASS's pointer-array schedules)",
+                "{} is not supported by {what}; allowed: cooperative (tile M a multiple of 128), pingpong \
+                 (CUTLASS's pointer-array schedules)",
                 k.schedule
             ),
         ));
@@ -65,7 +68,7 @@ fn check_3x(k: &GemmKernel, out: &mut Vec<Finding>) {
         out.push((
             "tile_scheduler",
             format!(
-                "{} is not supported by grouped kernels; allowed: persistent (CUTLASS's grouped tile \
+                "{} is not supported by {what}; allowed: persistent (CUTLASS's pointer-array tile \
                  scheduler has no stream-K)",
                 k.tile_scheduler
             ),
@@ -75,8 +78,8 @@ fn check_3x(k: &GemmKernel, out: &mut Vec<Finding>) {
         out.push((
             "a",
             format!(
-                "{} is not supported by arch 90 grouped kernels; allowed: f16, bf16, e4m3, e5m2 (use arch 80 \
-                 for f32/TF32, f64 and s8 grouped kernels)",
+                "{} is not supported by arch 90 {what}; allowed: f16, bf16, e4m3, e5m2 (use arch 80 for \
+                 f32/TF32, f64 and s8)",
                 k.element_a
             ),
         ));
