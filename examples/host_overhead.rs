@@ -139,6 +139,17 @@ fn kind(info: &KernelInfo) -> String {
 /// The default kernels: the typed path's 2.x kernel (else the first 2.x tensor-op kernel), then
 /// the first 3.x kernel of each kind, preferring A's type of the 2.x one (like for like).
 fn default_kernels(all: &[&'static KernelInfo]) -> Vec<&'static KernelInfo> {
+    // GEMM kernels that take plain problems (not grouped, not Hopper pointer-array kernels).
+    let all: Vec<&'static KernelInfo> = all
+        .iter()
+        .copied()
+        .filter(|k| k.operation.kind() == cutlass_aot::model::OperationKind::Gemm)
+        .filter(|k| {
+            k.design
+                .as_3x()
+                .map_or(true, |d| d.batch_mode == cutlass_aot::model::BatchMode::Strided)
+        })
+        .collect();
     let mut chosen: Vec<&'static KernelInfo> = Vec::new();
     let two = all
         .iter()
@@ -703,9 +714,9 @@ mod tests {
             let same_kind_same_type = REGISTRY
                 .all()
                 .iter()
-                .any(|k| kind(k) == kind(c) && k.gemm().a.element == chosen[0].element_a);
+                .any(|k| kind(k) == kind(c) && k.gemm().a.element == chosen[0].gemm().a.element);
             if same_kind_same_type {
-                assert_eq!(c.element_a, chosen[0].element_a, "{}", c.rust_name);
+                assert_eq!(c.gemm().a.element, chosen[0].gemm().a.element, "{}", c.rust_name);
             }
         }
         assert!(select(&parse_args(&args("--kernels nope")).unwrap()).is_err());

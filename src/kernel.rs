@@ -96,9 +96,12 @@ impl fmt::Display for Unsupported {
 
 impl std::error::Error for Unsupported {}
 
-/// Collects the reasons a kernel cannot run a problem; a reason is formatted only when its rule
-/// fails (`supports()` runs on every launch).
-pub type Want<'a> = dyn FnMut(bool, &dyn Fn() -> String) + 'a;
+/// Collects the reasons a kernel cannot run a problem: `want(rule holds, reason)`. A reason is
+/// formatted only when its rule fails, and rules are generic over the collector (no indirect
+/// call per rule): `supports()` runs on every launch.
+pub trait Want: FnMut(bool, &dyn Fn() -> String) {}
+
+impl<F: FnMut(bool, &dyn Fn() -> String)> Want for F {}
 
 /// A problem of one operation, as discovery sees it (`GemmProblem`, `GroupedProblem`, ...).
 pub trait Problem {
@@ -110,7 +113,7 @@ pub trait Problem {
 
     /// Checks the problem against `kernel`, whose operation is [`Problem::operation`]: calls
     /// `want(rule holds, reason)` for every rule of the operation.
-    fn rules(&self, kernel: &KernelInfo, want: &mut Want<'_>);
+    fn rules(&self, kernel: &KernelInfo, want: &mut impl Want);
 }
 
 impl KernelInfo {
@@ -194,7 +197,7 @@ impl KernelInfo {
     }
 
     /// Checks `problem` against this kernel; `Err` lists every reason it cannot run it.
-    pub fn supports<P: Problem + ?Sized>(&self, problem: &P) -> Result<(), Unsupported> {
+    pub fn supports<P: Problem>(&self, problem: &P) -> Result<(), Unsupported> {
         let mut reasons = Vec::new();
         let mut want = |ok: bool, reason: &dyn Fn() -> String| {
             if !ok {

@@ -38,7 +38,7 @@ impl Registry {
 
     /// Kernels that support `problem` and match `predicate` (the CUTLASS API's `get_kernels`), for
     /// a problem of any operation.
-    pub fn get_kernels<'s, P: Problem + ?Sized>(
+    pub fn get_kernels<'s, P: Problem>(
         &'s self,
         problem: &'s P,
         predicate: impl Fn(&KernelInfo) -> bool + 's,

@@ -140,7 +140,7 @@ pub(crate) fn operand_rules(
     info: &KernelInfo,
     given: &FusionOperands,
     (m, n): (usize, usize),
-    want: &mut Want<'_>,
+    want: &mut impl Want,
 ) {
     let fusion = &info.epilogue.fusion;
     let c_bytes = info.gemm().c.element.bits() as usize / 8;
@@ -292,7 +292,7 @@ fn extent_name(b: Broadcast) -> &'static str {
 }
 
 /// How the kernel's fusion differs from the one a problem asks for, one reason per difference.
-pub(crate) fn fusion_rules(kernel: &Fusion, wanted: &Fusion, want: &mut Want<'_>) {
+pub(crate) fn fusion_rules(kernel: &Fusion, wanted: &Fusion, want: &mut impl Want) {
     want(kernel.activation == wanted.activation, &|| {
         format!(
             "the kernel applies {} but the problem asks for {}",

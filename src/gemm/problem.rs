@@ -133,7 +133,7 @@ impl Problem for GemmProblem {
 
     /// The GEMM's rules: types, layouts, extents, alignment of every operand, split-K, array
     /// mode and the epilogue.
-    fn rules(&self, kernel: &KernelInfo, want: &mut Want<'_>) {
+    fn rules(&self, kernel: &KernelInfo, want: &mut impl Want) {
         let problem = self;
         let op = kernel.gemm();
         for (operand, have, need) in [
@@ -258,7 +258,7 @@ fn tile_scheduler_name(kernel: &KernelInfo) -> String {
 }
 
 /// Split-K slices against the kernel's split-K mode, K and the batch.
-fn split_k_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut Want<'_>) {
+fn split_k_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut impl Want) {
     let split_k = kernel.design.split_k();
     let slices = problem.split_k_slices;
     want(slices >= 1, &|| {
@@ -313,7 +313,7 @@ fn split_k_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut Want<'_>
 }
 
 /// The fusion asked for, its operands, and the fast clamp's K limit.
-fn epilogue_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut Want<'_>) {
+fn epilogue_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut impl Want) {
     super::fusion::fusion_rules(&kernel.epilogue.fusion, &problem.fusion, want);
     match problem.epilogue {
         Some(epilogue) => want(kernel.epilogue.kind == epilogue, &|| {
@@ -355,7 +355,7 @@ fn epilogue_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut Want<'_
 }
 
 /// Array mode (operands given by device arrays of pointers) needs a CUTLASS 2.x kernel.
-fn array_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut Want<'_>) {
+fn array_rules(kernel: &KernelInfo, problem: &GemmProblem, want: &mut impl Want) {
     let pointer_array_3x = kernel
         .design
         .as_3x()

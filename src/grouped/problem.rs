@@ -135,7 +135,7 @@ impl Problem for GroupedProblem {
         self.compute_capability
     }
 
-    fn rules(&self, kernel: &KernelInfo, want: &mut Want<'_>) {
+    fn rules(&self, kernel: &KernelInfo, want: &mut impl Want) {
         let op = kernel.gemm();
         for (operand, have, need) in [
             ("A", self.element_a, op.a.element),
@@ -186,7 +186,7 @@ fn contiguous(layout: Layout, rows: usize, cols: usize) -> (usize, &'static str)
 
 /// Per-group rules: extents in range, K for non-empty groups, alignment of every non-empty group's
 /// contiguous extents, leading dimensions and addresses.
-fn group_rules(kernel: &KernelInfo, groups: &[GroupShape], want: &mut Want<'_>) {
+fn group_rules(kernel: &KernelInfo, groups: &[GroupShape], want: &mut impl Want) {
     let op = kernel.gemm();
     let mut too_large = Tally::new();
     let mut no_k = Tally::new();
