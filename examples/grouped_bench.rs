@@ -46,6 +46,7 @@ use cutlass_aot::{
     device, verify, ColumnMajor, Element, GemmKernel, Group, GroupOf, GroupShape, GroupedGemm,
     GroupedProblem, KernelInfo, MatrixMut, MatrixRef, MatrixShape, MoeGemm, Operand, RowMajor,
 };
+use cutlass_aot::{Raster, Tuning};
 
 const USAGE: &str = "\
 usage: grouped_bench [options]
@@ -78,6 +79,8 @@ row-major; inputs uniform in [-1, 1]):
   --forms F[,F...]         list (groups on the host, grouped::launch_raw), moe (row offsets on the
                            device, grouped::launch_moe_raw: device-schedule kernels only); default
                            both
+  --raster R               tile order of the 3.x kernels: heuristic (default), along_m, along_n
+  --swizzle S              tile swizzle of the 3.x kernels: 0 (default), 1, 2, 4, 8
   --iters N                timed launches (default 30)
   --warmup N               untimed launches first (default 5)
   --max-seconds S          cap on the timed launches of one kernel, form and workload: about S
@@ -326,6 +329,8 @@ impl Form {
 
 #[derive(Clone, Debug, PartialEq)]
 struct Options {
+    /// Tile order of the 3.x kernels (`--raster`, `--swizzle`).
+    tuning: Tuning,
     workloads: Vec<String>,
     skews: Vec<Skew>,
     /// A workload given by --groups/--m/--n/--k or --rows/--n/--k.
@@ -363,8 +368,16 @@ fn list_of(value: &str) -> Vec<String> {
         .collect()
 }
 
+/// The tile order every launch of this run uses (`--raster`, `--swizzle`), set once after parsing.
+static TUNING: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
+
+fn tuning() -> Tuning {
+    TUNING.get().copied().unwrap_or_default()
+}
+
 fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
+        tuning: Tuning::default(),
         workloads: all_workload_names(),
         skews: vec![Skew::Uniform, Skew::Zipf],
         custom: None,
@@ -498,6 +511,23 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 o.forms = forms;
             }
             "--iters" => o.iters = count("--iters", value("--iters")?)?.max(1),
+            "--raster" => {
+                let v = value("--raster")?;
+                let raster = match v.as_str() {
+                    "heuristic" => Raster::Heuristic,
+                    "along_m" => Raster::AlongM,
+                    "along_n" => Raster::AlongN,
+                    _ => return Err(format!("--raster: {v:?}; allowed: heuristic, along_m, along_n")),
+                };
+                o.tuning.raster = raster;
+            }
+            "--swizzle" => {
+                let v = value("--swizzle")?;
+                o.tuning.max_swizzle = match v.parse::<u32>() {
+                    Ok(s) if [0, 1, 2, 4, 8].contains(&s) => s,
+                    _ => return Err(format!("--swizzle: {v:?}; allowed: 0 (default), 1, 2, 4, 8")),
+                };
+            }
             "--warmup" => o.warmup = count("--warmup", value("--warmup")?)?,
             "--max-seconds" | "--max-seconds-per-kernel" => {
                 let v = value("--max-seconds")?;
@@ -1119,6 +1149,7 @@ fn moe_operands<T: Value>(data: &Data<T>, w: &Workload, stream: &CudaStream) -> 
         alpha: 1.0,
         beta: 0.0,
         activation_arg: 0.0,
+        tuning: tuning(),
     }
 }
 
@@ -1155,6 +1186,7 @@ fn measure<T: Value>(
         alpha: 1.0,
         beta: 0.0,
         activation_arg: 0.0,
+        tuning: tuning(),
     };
     let moe = moe_operands(data, w, stream);
     data.poison_d(stream).map_err(common::device_failure)?;
@@ -1234,6 +1266,7 @@ fn measure_host<T: Value>(
                 alpha: 1.0,
                 beta: 0.0,
                 activation_arg: 0.0,
+                tuning: tuning(),
             };
             // SAFETY: as in `measure`.
             host_time(stream, calls, batches, || {
@@ -1830,6 +1863,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let _ = TUNING.set(o.tuning);
     if o.help {
         common::out(USAGE);
         return ExitCode::SUCCESS;

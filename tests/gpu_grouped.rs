@@ -177,6 +177,7 @@ fn launch(
         alpha,
         beta,
         activation_arg: 0.1,
+        tuning: Default::default(),
     };
     // SAFETY: every operand is a live buffer of its stated length and the kernel's types.
     unsafe { grouped::launch_raw(info, stream, &ops) }.map_err(|e| format!("launch: {e}").into())
@@ -434,6 +435,7 @@ fn run_moe(
         alpha: 1.0,
         beta: 0.5,
         activation_arg: 0.1,
+        tuning: Default::default(),
     };
     // SAFETY: the buffers are live and hold the whole problem (checked by the launch too).
     unsafe { grouped::launch_moe_raw(info, stream, &ops) }.map_err(|e| format!("launch: {e}").into())

@@ -56,6 +56,7 @@ fn ops(groups: &[GroupOperands]) -> GroupedOperands<'_> {
         alpha: 1.0,
         beta: 0.0,
         activation_arg: 0.0,
+        tuning: Default::default(),
     }
 }
 

@@ -33,6 +33,17 @@ spelled_enum! {
     }
 }
 
+spelled_enum! {
+    /// How a CUTLASS 3.x GEMM kernel takes a batch (CUTLASS 2.x kernels do both at run time).
+    BatchMode {
+        /// Matrices at fixed strides (CUTLASS's `kBatched`, an L mode of the problem shape).
+        Strided = "strided",
+        /// Matrices anywhere, given by device arrays of pointers (CUTLASS's pointer-array kernels
+        /// over an `ArrayProblemShape`, `kArray`); such a kernel runs array mode only.
+        Array = "array",
+    }
+}
+
 /// One operand's element type, layout and alignment (in elements: contiguous extents, leading
 /// dimensions, batch strides and addresses must be multiples of it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -128,6 +139,8 @@ pub struct Design3x {
     pub schedule: KernelSchedule,
     pub epilogue_schedule: EpilogueSchedule,
     pub tile_scheduler: TileScheduler,
+    /// Strided batches, or pointer arrays (a pointer-array kernel).
+    pub batch_mode: BatchMode,
 }
 
 /// How a kernel is built.

@@ -23,7 +23,7 @@ use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use crate::abi;
 use crate::device;
 use crate::error::Error;
-use crate::gemm::{check_buffer, GemmKernel, Operand};
+use crate::gemm::{check_buffer, GemmKernel, Operand, Raster, Tuning};
 use crate::kernel::{HostCode, KernelInfo};
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
 use crate::model::{Api, Layout};
@@ -117,6 +117,8 @@ pub struct GroupedOperands<'g> {
     pub alpha: f64,
     pub beta: f64,
     pub activation_arg: f64,
+    /// Tile order of CUTLASS 3.x kernels (results are identical; only speed changes).
+    pub tuning: Tuning,
 }
 
 /// Checks `args` against kernel `K`, uploads the groups' arguments and launches the kernel on
@@ -182,6 +184,7 @@ fn with_group_operands<A: Element, B: Element, C: Element, LA: LayoutTag, LB: La
         alpha,
         beta,
         activation_arg,
+        tuning: Tuning::default(),
     });
     drop(guards);
     result
@@ -454,6 +457,30 @@ fn grouped_args(
     }
 }
 
+/// Sets a 3.x kernel's tile order (2.x kernels walk their own and ignore it).
+fn apply_tuning(
+    info: &'static KernelInfo,
+    args: &mut abi::cutlass_aot_grouped_args,
+    tuning: Tuning,
+) -> Result<(), Error> {
+    if ![0, 1, 2, 4, 8].contains(&tuning.max_swizzle) {
+        return Err(Error::invalid(
+            info.name,
+            format!(
+                "max_swizzle {} is not supported; allowed: 0 (default), 1, 2, 4, 8",
+                tuning.max_swizzle
+            ),
+        ));
+    }
+    args.raster_order = match tuning.raster {
+        Raster::Heuristic => 0,
+        Raster::AlongM => 1,
+        Raster::AlongN => 2,
+    };
+    args.max_swizzle = tuning.max_swizzle as i32;
+    Ok(())
+}
+
 /// Launches `info` on `stream` over untyped groups, after the same checks as the typed path.
 ///
 /// # Safety
@@ -475,6 +502,7 @@ pub unsafe fn launch_raw(
         (plan.alpha, plan.beta, plan.activation_arg),
     );
     args.host_problems = plan.problems.as_ptr();
+    apply_tuning(info, &mut args, ops.tuning)?;
     unsafe {
         enqueue(
             info,
@@ -747,6 +775,8 @@ pub struct MoeOperands {
     pub alpha: f64,
     pub beta: f64,
     pub activation_arg: f64,
+    /// Tile order of CUTLASS 3.x kernels.
+    pub tuning: Tuning,
 }
 
 /// Checks `args` on the host (everything but the device-resident row counts), then enqueues the
@@ -780,6 +810,7 @@ pub fn launch_moe<K: GemmKernel>(stream: &CudaStream, args: MoeGemm<'_, K>) -> R
         alpha: args.alpha.into(),
         beta: args.beta.into(),
         activation_arg: args.activation_arg,
+        tuning: Tuning::default(),
     };
     // SAFETY: every address is a live cudarc buffer of the stated length and of K's element
     // types; the guards order the launch after earlier work on them.
@@ -915,7 +946,8 @@ pub unsafe fn launch_moe_raw(
     };
     ctx.bind_to_thread()
         .map_err(Error::driver("binding the context"))?;
-    let grouped = grouped_args(args.experts, &device, (alpha, beta, args.activation_arg));
+    let mut grouped = grouped_args(args.experts, &device, (alpha, beta, args.activation_arg));
+    apply_tuning(info, &mut grouped, args.tuning)?;
     let layout = BlockLayout::new(args.experts);
     // SAFETY: every address is live device memory checked above to hold the whole problem.
     unsafe { enqueue(info, stream, &device, grouped, Upload::Setup(setup), layout) }
