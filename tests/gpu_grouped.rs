@@ -25,6 +25,19 @@ fn multiple(info: &KernelInfo) -> usize {
     op.a.alignment.max(op.b.alignment).max(op.c.alignment) as usize
 }
 
+/// `(alpha, beta)` as given, or integers of the same sign for an integer epilogue (which takes
+/// integer scalars only).
+fn scalars(info: &KernelInfo, (alpha, beta): (f64, f64)) -> (f64, f64) {
+    if info.epilogue.compute.is_integer() {
+        (
+            alpha.signum() * alpha.abs().ceil(),
+            beta.signum() * beta.abs().ceil(),
+        )
+    } else {
+        (alpha, beta)
+    }
+}
+
 fn round_up(v: usize, to: usize) -> usize {
     v.div_ceil(to) * to
 }
@@ -270,8 +283,8 @@ fn repeated(ctx: &Arc<CudaContext>, info: &'static KernelInfo) -> Result<(), Fai
             skewed(info)
         };
         let groups = make_groups(&stream, info, &extents, true, 0, 1000 * round + 7)?;
-        launch(&stream, info, &groups, (1.0, 0.5))?;
-        check(&stream, info, &groups, (1.0, 0.5))?;
+        launch(&stream, info, &groups, scalars(info, (1.0, 0.5)))?;
+        check(&stream, info, &groups, scalars(info, (1.0, 0.5)))?;
     }
     Ok(())
 }
@@ -391,7 +404,8 @@ fn moe(ctx: &Arc<CudaContext>, info: &'static KernelInfo, late_offsets: bool) ->
                     let b_at = e * b_one + verify::offset(&b_shape, op.b.layout, 0, i, col);
                     acc += a.data[row * k + i] * b_all[b_at];
                 }
-                let z = 1.0 * acc + 0.5 * c.data[row * n + col];
+                let (alpha, beta) = scalars(info, (1.0, 0.5));
+                let z = alpha * acc + beta * c.data[row * n + col];
                 expected.data[row * n + col] = verify::activation(info.epilogue.fusion.activation, z, 0.1);
             }
         }
@@ -432,8 +446,8 @@ fn run_moe(
         ldc: n,
         ldd: n,
         b_stride: k * n,
-        alpha: 1.0,
-        beta: 0.5,
+        alpha: scalars(info, (1.0, 0.5)).0,
+        beta: scalars(info, (1.0, 0.5)).1,
         activation_arg: 0.1,
         tuning: Default::default(),
     };
@@ -572,11 +586,11 @@ fn main() {
         );
         add(
             format!("{name}::ragged_padded_beta"),
-            Box::new(move |ctx| case(ctx, info, ragged(info), true, 1, (1.5, -0.75))),
+            Box::new(move |ctx| case(ctx, info, ragged(info), true, 1, scalars(info, (1.5, -0.75)))),
         );
         add(
             format!("{name}::skewed_37_groups"),
-            Box::new(move |ctx| case(ctx, info, skewed(info), true, 0, (0.5, 0.5))),
+            Box::new(move |ctx| case(ctx, info, skewed(info), true, 0, scalars(info, (0.5, 0.5)))),
         );
         add(
             format!("{name}::repeated_launches"),

@@ -402,18 +402,34 @@ fn dispatch_picks_a_hopper_kernel_without_idle_cluster_halves() {
 
 #[test]
 fn dispatch_explains_a_refusal_in_a_few_lines() {
-    let s8 = GroupedProblem::new(
-        (DType::S8, DType::S8, DType::S32),
+    let e5m2 = GroupedProblem::new(
+        (DType::E5m2, DType::E5m2, DType::Bf16),
         (Layout::Row, Layout::Column, Layout::Row),
         vec![GroupShape::new(64, 64, 64)],
     )
     .on_compute_capability(90);
-    let message = cutlass_aot::grouped::select(&kernels::REGISTRY, &s8, 132, None)
+    let message = cutlass_aot::grouped::select(&kernels::REGISTRY, &e5m2, 132, None)
         .unwrap_err()
         .to_string();
     assert_contains(&message, "no grouped kernel can run this problem");
-    assert_contains(&message, "A is s8 but the kernel takes bf16 (");
-    // One clause per distinct reason, however many kernels there are.
+    // Kernels of other types explain nothing: one sentence and the signatures there are.
+    assert_contains(
+        &message,
+        "no grouped kernel takes A e5m2 row-major, B e5m2 column-major, C/D bf16 row-major",
+    );
+    assert_contains(&message, "bf16/bf16/bf16 tnt");
+    assert!(!message.contains("but the kernel takes"), "{message}");
+    // Kernels of the right types: each distinct reason once, with a count.
+    let misaligned = GroupedProblem::new(
+        (DType::Bf16, DType::Bf16, DType::Bf16),
+        (Layout::Row, Layout::Column, Layout::Row),
+        vec![GroupShape::new(64, 64, 100); 3],
+    )
+    .on_compute_capability(90);
+    let message = cutlass_aot::grouped::select(&kernels::REGISTRY, &misaligned, 132, None)
+        .unwrap_err()
+        .to_string();
+    assert_contains(&message, "group 0 (and 2 more): A has 100 columns");
     let clauses = message.matches("; ").count() + 1;
-    assert!(clauses <= 12, "{clauses} clauses: {message}");
+    assert!(clauses <= 4, "{clauses} clauses: {message}");
 }

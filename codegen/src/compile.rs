@@ -162,15 +162,21 @@ impl NvccSetup {
     }
 
     /// Content hash naming the output of `pass` for `unit_source` (of generation `api`, including
-    /// the glue headers `glue`).
+    /// the glue headers `glue`). Comment lines are left out: each kernel's comment names its
+    /// manifest line, and inserting an entry must not recompile the units of the entries after it.
     pub fn cache_key(&self, unit_source: &str, pass: Pass, api: Api, glue: &[&str]) -> String {
         let (program, prefix) = self.program(pass);
+        let code: String = unit_source
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .flat_map(|line| [line, "\n"])
+            .collect();
         let mut hasher = Sha256::new();
         for part in [
-            b"cutlass-aot-cache-v1".as_slice(),
+            b"cutlass-aot-cache-v2".as_slice(),
             self.toolchain_id.as_bytes(),
             &self.glue_fingerprint(glue),
-            unit_source.as_bytes(),
+            code.as_bytes(),
             program
                 .file_name()
                 .map(|n| n.as_encoded_bytes())
@@ -374,4 +380,38 @@ fn tail_lines(text: &str, n: usize) -> String {
     }
     out.push_str(&lines[start..].join("\n"));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> NvccSetup {
+        NvccSetup {
+            host_command: vec!["nvcc".into()],
+            nvcc: "nvcc".into(),
+            include_dirs: vec!["/glue".into(), "/cutlass".into()],
+            sass_archs: vec![80, 90],
+            toolchain_id: "test".into(),
+            glue: &[("cutlass_aot/abi.h", "A"), ("cutlass_aot/gemm_2x.cuh", "B")],
+        }
+    }
+
+    #[test]
+    fn cache_keys_ignore_comments_but_not_code_or_glue() {
+        let s = setup();
+        let key = |source: &str, glue: &[&str]| s.cache_key(source, Pass::Device, Api::Cutlass2x, glue);
+        let glue = ["cutlass_aot/abi.h", "cutlass_aot/gemm_2x.cuh"];
+        let base = key("// kernel_manifest.yaml:10\nusing K = int;\n", &glue);
+        // The manifest line moved (an entry was inserted above): same object.
+        assert_eq!(base, key("// kernel_manifest.yaml:42\nusing K = int;\n", &glue));
+        assert_ne!(base, key("// kernel_manifest.yaml:10\nusing K = long;\n", &glue));
+        // Only the glue a unit includes counts.
+        assert_ne!(base, key("using K = int;\n", &["cutlass_aot/abi.h"]));
+        assert_ne!(
+            base,
+            s.cache_key("using K = int;\n", Pass::Host, Api::Cutlass2x, &glue),
+            "each pass has its own object"
+        );
+    }
 }

@@ -72,29 +72,65 @@ pub fn select(
     best.map(|(k, _)| k).ok_or_else(|| no_kernel(registry, problem))
 }
 
-/// Why no grouped kernel runs `problem`: the reasons of the kernels of its types and layouts,
-/// each distinct reason once with how many kernels it excludes.
+/// Why no grouped kernel runs `problem`. Kernels of other types or layouts explain nothing: when
+/// no kernel has the problem's, the message says so and lists the signatures there are; otherwise
+/// each distinct reason of the kernels that have them, once, with how many kernels it excludes.
 fn no_kernel(registry: &Registry, problem: &GroupedProblem) -> Error {
-    let mut counted: Vec<(String, usize)> = Vec::new();
-    let mut count = |reason: String| match counted.iter_mut().find(|(r, _)| *r == reason) {
-        Some((_, n)) => *n += 1,
-        None => counted.push((reason, 1)),
+    let grouped: Vec<&'static KernelInfo> = registry
+        .filter(|k| k.operation.kind() == OperationKind::GemmGrouped)
+        .collect();
+    let signature = |k: &KernelInfo| {
+        let g = k.gemm();
+        format!(
+            "{}/{}/{} {}{}{}",
+            g.a.element,
+            g.b.element,
+            g.c.element,
+            g.a.layout.letter(),
+            g.b.layout.letter(),
+            g.c.layout.letter()
+        )
     };
-    let mut considered = 0;
-    for k in registry.filter(|k| k.operation.kind() == OperationKind::GemmGrouped) {
-        considered += 1;
-        match k.supports(problem) {
-            Err(why) => why.reasons.into_iter().for_each(&mut count),
+    let same_types = |k: &KernelInfo| {
+        let g = k.gemm();
+        (g.a.element, g.b.element, g.c.element) == (problem.element_a, problem.element_b, problem.element_c)
+            && (g.a.layout, g.b.layout, g.c.layout) == (problem.layout_a, problem.layout_b, problem.layout_c)
+    };
+    let mut counted: Vec<(String, usize)> = Vec::new();
+    for k in grouped.iter().filter(|k| same_types(k)) {
+        let reasons = match k.supports(problem) {
+            Err(why) => why.reasons,
             // It runs the problem but computes more than asked.
             Ok(()) => {
-                count("the kernel fuses an activation or clamp the problem does not ask for".to_string())
+                vec!["the kernel fuses an activation or clamp the problem does not ask for".to_string()]
+            }
+        };
+        for reason in reasons {
+            match counted.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, n)) => *n += 1,
+                None => counted.push((reason, 1)),
             }
         }
     }
-    let message = if considered == 0 {
+    let message = if grouped.is_empty() {
         "this binary has no grouped kernels; build with `--features grouped` (or add `kind: gemm_grouped` \
          entries to the manifest)"
             .to_string()
+    } else if counted.is_empty() {
+        let mut signatures: Vec<String> = grouped.iter().map(|k| signature(k)).collect();
+        signatures.sort();
+        signatures.dedup();
+        format!(
+            "no grouped kernel takes A {} {}-major, B {} {}-major, C/D {} {}-major (this binary's grouped \
+             kernels take {}); add a `kind: gemm_grouped` entry of these types to the manifest",
+            problem.element_a,
+            problem.layout_a,
+            problem.element_b,
+            problem.layout_b,
+            problem.element_c,
+            problem.layout_c,
+            signatures.join(", ")
+        )
     } else {
         counted
             .iter()
