@@ -569,6 +569,10 @@ unsafe fn enqueue(
         Upload::Block(block) => block.clone(),
         Upload::Setup(_) => Vec::new(),
     };
+    // Only a 2.x host-schedule kernel writes a host workspace (its schedule, uploaded with the
+    // block); it gets as much host memory as it asks for, never the whole device workspace.
+    let host_schedule = matches!(upload, Upload::Block(_)) && info.api() == Api::Cutlass2x;
+    let mut host_room = 0usize;
     let prepared = loop {
         if capacity < layout.bytes {
             (base, capacity) = workspaces.at_least(stream, layout.bytes + (1 << 20))?;
@@ -576,20 +580,31 @@ unsafe fn enqueue(
         args.arrays = layout.arrays(base);
         args.workspace = (base + layout.bytes as u64) as *mut c_void;
         args.workspace_capacity = (capacity - layout.bytes) as u64;
-        if matches!(upload, Upload::Block(_)) {
-            host.resize(capacity, 0);
+        if host_schedule {
+            host.resize(layout.bytes + host_room, 0);
             args.host_workspace = host[layout.bytes..].as_mut_ptr().cast();
+            args.workspace_capacity = args.workspace_capacity.min(host_room as u64);
         }
         match run_prepare(info, prepare, &args, args.encode_tiled.is_some())? {
             Ok(prepared) => break prepared,
-            Err(needed) if layout.bytes + needed as usize > capacity => {
-                (base, capacity) = workspaces.at_least(stream, layout.bytes + needed as usize)?;
-            }
             Err(needed) => {
-                return Err(Error::AbiMismatch {
-                    kernel: info.name,
-                    message: format!("prepare asked for {needed} bytes of workspace with {capacity} given"),
-                })
+                let needed = needed as usize;
+                let device_short = layout.bytes + needed > capacity;
+                let host_short = host_schedule && needed > host_room;
+                if !device_short && !host_short {
+                    return Err(Error::AbiMismatch {
+                        kernel: info.name,
+                        message: format!(
+                            "prepare asked for {needed} bytes of workspace with {capacity} given"
+                        ),
+                    });
+                }
+                if device_short {
+                    (base, capacity) = workspaces.at_least(stream, layout.bytes + needed)?;
+                }
+                if host_short {
+                    host_room = needed;
+                }
             }
         }
     };
