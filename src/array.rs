@@ -317,14 +317,7 @@ pub fn plan_array(
     ops: &ArrayOperands<'_>,
     device: &device::DeviceProps,
 ) -> Result<abi::cutlass_aot_gemm_args, Error> {
-    if !info.has_device_code() {
-        return Err(Error::NotBuilt { kernel: info.name });
-    }
-    info.runs_on(device.compute_capability)
-        .map_err(|message| Error::UnsupportedDevice {
-            kernel: info.name,
-            message,
-        })?;
+    info.check_runnable(device)?;
     let shape = |op: &ArrayOperand<'_>| MatrixShape {
         batch_count: 1,
         ..op.shape

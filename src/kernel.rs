@@ -164,6 +164,22 @@ impl KernelInfo {
         Ok(())
     }
 
+    /// Refuses a launch on `device` of a kernel without device code or built for another
+    /// architecture: the first check of every operation's plan.
+    pub(crate) fn check_runnable(
+        &'static self,
+        device: &crate::device::DeviceProps,
+    ) -> Result<(), crate::Error> {
+        if !self.has_device_code() {
+            return Err(crate::Error::NotBuilt { kernel: self.name });
+        }
+        self.runs_on(device.compute_capability)
+            .map_err(|message| crate::Error::UnsupportedDevice {
+                kernel: self.name,
+                message,
+            })
+    }
+
     /// Whether this binary holds device code for the kernel (false when built without nvcc).
     pub fn has_device_code(&self) -> bool {
         self.host.is_built() && self.image.has_code()

@@ -498,33 +498,31 @@ fn typed_and_dispatched(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
             }
             Ok(())
         };
-    let groups: Vec<Group<'_, kernel::Kernel>> = device
-        .iter_mut()
-        .zip(&extents)
-        .map(|((a, b, d), &(m, n, k))| {
-            GroupOf::new(
-                MatrixRef::<bf16, RowMajor>::new(a, m, k),
-                MatrixRef::<bf16, ColumnMajor>::new(b, k, n),
-                MatrixMut::<bf16, RowMajor>::new(d, m, n),
-            )
-        })
-        .collect();
+    // The same groups of the same buffers, for both launches.
+    type Buffers = (CudaSlice<bf16>, CudaSlice<bf16>, CudaSlice<bf16>);
+    fn groups_of<'a>(
+        device: &'a mut [Buffers],
+        extents: &[(usize, usize, usize)],
+    ) -> Vec<GroupOf<'a, bf16, bf16, bf16, RowMajor, ColumnMajor, RowMajor>> {
+        device
+            .iter_mut()
+            .zip(extents)
+            .map(|((a, b, d), &(m, n, k))| {
+                GroupOf::new(
+                    MatrixRef::new(a, m, k),
+                    MatrixRef::new(b, k, n),
+                    MatrixMut::new(d, m, n),
+                )
+            })
+            .collect()
+    }
+    let groups: Vec<Group<'_, kernel::Kernel>> = groups_of(&mut device, &extents);
     kernel::run(&stream, GroupedGemm::new(groups, 1.0f32)).map_err(|e| format!("typed: {e}"))?;
     check(&device, "typed")?;
     for (_, _, d) in device.iter_mut() {
         stream.memset_zeros(d).map_err(|e| format!("memset: {e}"))?;
     }
-    let groups = device
-        .iter_mut()
-        .zip(&extents)
-        .map(|((a, b, d), &(m, n, k))| {
-            GroupOf::new(
-                MatrixRef::<bf16, RowMajor>::new(a, m, k),
-                MatrixRef::<bf16, ColumnMajor>::new(b, k, n),
-                MatrixMut::<bf16, RowMajor>::new(d, m, n),
-            )
-        })
-        .collect();
+    let groups = groups_of(&mut device, &extents);
     let chosen = grouped::run(&stream, groups, 1.0, 0.0).map_err(|e| format!("dispatch: {e}"))?;
     let cc = device::props(ctx).map_err(|e| format!("{e}"))?.compute_capability;
     if cc == 90 && chosen.api() != Api::Cutlass3x {

@@ -19,6 +19,7 @@ use crate::types::{Element, LayoutTag, Scalar};
 use fusion::{FusedArgs, FusionOperands, HeldFusion};
 
 pub use crate::params::PARAMS_CAPACITY;
+pub(crate) use problem::operand_rules;
 pub use problem::GemmProblem;
 
 /// A compiled GEMM kernel as a type (implemented by generated code, one type per kernel).
@@ -326,7 +327,32 @@ pub struct Tuning {
     pub max_swizzle: u32,
 }
 
+impl Raster {
+    /// The ABI's `raster_order`: 0 CUTLASS's heuristic, 1 along M, 2 along N.
+    pub(crate) fn abi(self) -> i32 {
+        match self {
+            Raster::Heuristic => 0,
+            Raster::AlongM => 1,
+            Raster::AlongN => 2,
+        }
+    }
+}
+
 impl Tuning {
+    /// Refuses a swizzle CUTLASS's schedulers do not have (`who` names the error's source).
+    pub(crate) fn check(&self, who: &'static str) -> Result<(), Error> {
+        if [0, 1, 2, 4, 8].contains(&self.max_swizzle) {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            who,
+            format!(
+                "max_swizzle {} is not supported; allowed: 0 (default), 1, 2, 4, 8",
+                self.max_swizzle
+            ),
+        ))
+    }
+
     /// The swizzle band used for `problem` on `multiprocessors` SMs: the explicit one, or the
     /// automatic choice.
     pub fn swizzle_for(
@@ -360,23 +386,11 @@ pub unsafe fn launch_raw_tuned(
     operands: &GemmOperands,
     tuning: Tuning,
 ) -> Result<(), Error> {
-    if ![0, 1, 2, 4, 8].contains(&tuning.max_swizzle) {
-        return Err(Error::invalid(
-            info.name,
-            format!(
-                "max_swizzle {} is not supported; allowed: 0 (default), 1, 2, 4, 8",
-                tuning.max_swizzle
-            ),
-        ));
-    }
+    tuning.check(info.name)?;
     let ctx = stream.context();
     let device = device::props(ctx)?;
     let mut args = plan(info, operands, &device)?;
-    args.raster_order = match tuning.raster {
-        Raster::Heuristic => 0,
-        Raster::AlongM => 1,
-        Raster::AlongN => 2,
-    };
+    args.raster_order = tuning.raster.abi();
     args.max_swizzle = tuning.swizzle_for(
         info,
         args.m as usize,
@@ -450,14 +464,7 @@ pub fn plan(
     ops: &GemmOperands,
     device: &device::DeviceProps,
 ) -> Result<abi::cutlass_aot_gemm_args, Error> {
-    if !info.has_device_code() {
-        return Err(Error::NotBuilt { kernel: info.name });
-    }
-    info.runs_on(device.compute_capability)
-        .map_err(|message| Error::UnsupportedDevice {
-            kernel: info.name,
-            message,
-        })?;
+    info.check_runnable(device)?;
     let geometry = Geometry::check(
         info,
         &ops.a.shape,
@@ -658,6 +665,30 @@ pub(crate) fn check_scalars(info: &'static KernelInfo, alpha: f64, beta: f64) ->
     Ok(())
 }
 
+/// (m, n, k) of D = A·B (+ C) as read off the operands' shapes, or why they do not fit together.
+/// Shared by every GEMM-shaped plan (a grouped plan checks each group with it).
+pub(crate) fn matching_extents(
+    a: &MatrixShape,
+    b: &MatrixShape,
+    c: Option<&MatrixShape>,
+    d: &MatrixShape,
+) -> Result<(usize, usize, usize), String> {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    if b.rows != k {
+        return Err(format!(
+            "A is {}×{} and B is {}×{}: B must have {k} rows (A's columns)",
+            a.rows, a.cols, b.rows, b.cols
+        ));
+    }
+    if (d.rows, d.cols) != (m, n) {
+        return Err(format!("D is {}×{} but A·B is {m}×{n}", d.rows, d.cols));
+    }
+    match c {
+        Some(c) if (c.rows, c.cols) != (m, n) => Err(format!("C is {}×{} but D is {m}×{n}", c.rows, c.cols)),
+        _ => Ok((m, n, k)),
+    }
+}
+
 /// Extents of the problem as read off the operands, checked for consistency.
 pub(crate) struct Geometry {
     pub(crate) m: usize,
@@ -676,26 +707,11 @@ impl Geometry {
         beta: f64,
     ) -> Result<Self, Error> {
         let fail = |m: String| Err(Error::invalid(info.name, m));
-        let (m, k, n) = (a.rows, a.cols, b.cols);
-        if b.rows != k {
+        let (m, n, k) = matching_extents(a, b, c, d).map_err(|m| Error::invalid(info.name, m))?;
+        if c.is_none() && beta != 0.0 {
             return fail(format!(
-                "A is {}×{} and B is {}×{}: B must have {k} rows (A's columns)",
-                a.rows, a.cols, b.rows, b.cols
+                "beta is {beta} but no C was given; pass C with `with_c` or set beta to 0"
             ));
-        }
-        if (d.rows, d.cols) != (m, n) {
-            return fail(format!("D is {}×{} but A·B is {m}×{n}", d.rows, d.cols));
-        }
-        match c {
-            Some(c) if (c.rows, c.cols) != (m, n) => {
-                return fail(format!("C is {}×{} but D is {m}×{n}", c.rows, c.cols));
-            }
-            None if beta != 0.0 => {
-                return fail(format!(
-                    "beta is {beta} but no C was given; pass C with `with_c` or set beta to 0"
-                ))
-            }
-            _ => {}
         }
         if m == 0 || n == 0 || k == 0 {
             return fail(format!(

@@ -1,7 +1,9 @@
 //! A GEMM problem as discovery sees it, and the rules a GEMM kernel checks it by.
 
 use crate::kernel::{KernelInfo, Problem, Want};
-use crate::model::{Api, BatchMode, DType, Epilogue, Fusion, Layout, OperationKind, Reduction, SplitK};
+use crate::model::{
+    Api, BatchMode, DType, Epilogue, Fusion, GemmOperation, Layout, OperationKind, Reduction, SplitK,
+};
 
 use super::fusion::FusionOperands;
 
@@ -136,24 +138,12 @@ impl Problem for GemmProblem {
     fn rules(&self, kernel: &KernelInfo, want: &mut impl Want) {
         let problem = self;
         let op = kernel.gemm();
-        for (operand, have, need) in [
-            ("A", problem.element_a, op.a.element),
-            ("B", problem.element_b, op.b.element),
-            ("C/D", problem.element_c, op.c.element),
-        ] {
-            want(have == need, &|| {
-                format!("{operand} is {have} but the kernel takes {need}")
-            });
-        }
-        for (operand, have, need) in [
-            ("A", problem.layout_a, op.a.layout),
-            ("B", problem.layout_b, op.b.layout),
-            ("C/D", problem.layout_c, op.c.layout),
-        ] {
-            want(have == need, &|| {
-                format!("{operand} is {have}-major but the kernel takes {need}-major")
-            });
-        }
+        operand_rules(
+            op,
+            [problem.element_a, problem.element_b, problem.element_c],
+            [problem.layout_a, problem.layout_b, problem.layout_c],
+            want,
+        );
         for (what, value) in [
             ("m", problem.m),
             ("n", problem.n),
@@ -246,6 +236,29 @@ impl Problem for GemmProblem {
         split_k_rules(kernel, problem, want);
         array_rules(kernel, problem, want);
         epilogue_rules(kernel, problem, want);
+    }
+}
+
+/// A GEMM-shaped kernel's operand types and layouts against a problem's (A, B, C/D): the first
+/// rules of every GEMM-shaped operation.
+pub(crate) fn operand_rules(
+    op: &GemmOperation,
+    elements: [DType; 3],
+    layouts: [Layout; 3],
+    want: &mut impl Want,
+) {
+    let kernel = [op.a, op.b, op.c];
+    for (i, operand) in ["A", "B", "C/D"].into_iter().enumerate() {
+        let (have, need) = (elements[i], kernel[i].element);
+        want(have == need, &|| {
+            format!("{operand} is {have} but the kernel takes {need}")
+        });
+    }
+    for (i, operand) in ["A", "B", "C/D"].into_iter().enumerate() {
+        let (have, need) = (layouts[i], kernel[i].layout);
+        want(have == need, &|| {
+            format!("{operand} is {have}-major but the kernel takes {need}-major")
+        });
     }
 }
 

@@ -23,7 +23,7 @@ use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use crate::abi;
 use crate::device;
 use crate::error::Error;
-use crate::gemm::{check_buffer, GemmKernel, Operand, Raster, Tuning};
+use crate::gemm::{check_buffer, GemmKernel, Operand, Tuning};
 use crate::kernel::{HostCode, KernelInfo};
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
 use crate::model::{Api, Layout};
@@ -290,15 +290,8 @@ pub fn plan(
     ops: &GroupedOperands<'_>,
     device: &device::DeviceProps,
 ) -> Result<GroupedPlan, Error> {
-    if !info.has_device_code() {
-        return Err(Error::NotBuilt { kernel: info.name });
-    }
+    info.check_runnable(device)?;
     prepare_fn(info)?;
-    info.runs_on(device.compute_capability)
-        .map_err(|message| Error::UnsupportedDevice {
-            kernel: info.name,
-            message,
-        })?;
     let op = *info.gemm();
     let fail = |message: String| Err(Error::invalid(info.name, message));
     if ops.groups.is_empty() {
@@ -307,39 +300,17 @@ pub fn plan(
     if ops.groups.len() > MAX_GROUPS {
         return fail(format!("{} groups exceed {MAX_GROUPS}", ops.groups.len()));
     }
-    if info.epilogue.compute.is_integer() {
-        crate::gemm::check_scalars(info, ops.alpha, ops.beta)?;
-    }
+    crate::gemm::check_scalars(info, ops.alpha, ops.beta)?;
     let mut shapes = Vec::with_capacity(ops.groups.len());
     for (g, group) in ops.groups.iter().enumerate() {
         let (a, b, d) = (&group.a.shape, &group.b.shape, &group.d.shape);
-        let (m, k, n) = (a.rows, a.cols, b.cols);
-        if b.rows != k {
+        let (m, n, k) = crate::gemm::matching_extents(a, b, group.c.as_ref().map(|c| &c.shape), d)
+            .map_err(|m| Error::invalid(info.name, format!("group {g}: {m}")))?;
+        if group.c.is_none() && ops.beta != 0.0 && m > 0 && n > 0 {
             return fail(format!(
-                "group {g}: A is {}×{} and B is {}×{}: B must have {k} rows (A's columns)",
-                a.rows, a.cols, b.rows, b.cols
+                "group {g}: beta is {} but the group has no C; give every group a C or set beta to 0",
+                ops.beta
             ));
-        }
-        if (d.rows, d.cols) != (m, n) {
-            return fail(format!(
-                "group {g}: D is {}×{} but A·B is {m}×{n}",
-                d.rows, d.cols
-            ));
-        }
-        match &group.c {
-            Some(c) if (c.shape.rows, c.shape.cols) != (m, n) => {
-                return fail(format!(
-                    "group {g}: C is {}×{} but D is {m}×{n}",
-                    c.shape.rows, c.shape.cols
-                ));
-            }
-            None if ops.beta != 0.0 && m > 0 && n > 0 => {
-                return fail(format!(
-                    "group {g}: beta is {} but the group has no C; give every group a C or set beta to 0",
-                    ops.beta
-                ));
-            }
-            _ => {}
         }
         for (name, shape) in [("A", a), ("B", b), ("D", d)] {
             if shape.batch_count != 1 {
@@ -463,20 +434,8 @@ fn apply_tuning(
     args: &mut abi::cutlass_aot_grouped_args,
     tuning: Tuning,
 ) -> Result<(), Error> {
-    if ![0, 1, 2, 4, 8].contains(&tuning.max_swizzle) {
-        return Err(Error::invalid(
-            info.name,
-            format!(
-                "max_swizzle {} is not supported; allowed: 0 (default), 1, 2, 4, 8",
-                tuning.max_swizzle
-            ),
-        ));
-    }
-    args.raster_order = match tuning.raster {
-        Raster::Heuristic => 0,
-        Raster::AlongM => 1,
-        Raster::AlongN => 2,
-    };
+    tuning.check(info.name)?;
+    args.raster_order = tuning.raster.abi();
     args.max_swizzle = tuning.max_swizzle as i32;
     Ok(())
 }
@@ -845,14 +804,7 @@ pub unsafe fn launch_moe_raw(
 ) -> Result<(), Error> {
     let ctx = stream.context();
     let device = device::props(ctx)?;
-    if !info.has_device_code() {
-        return Err(Error::NotBuilt { kernel: info.name });
-    }
-    info.runs_on(device.compute_capability)
-        .map_err(|message| Error::UnsupportedDevice {
-            kernel: info.name,
-            message,
-        })?;
+    info.check_runnable(&device)?;
     let op = *info.gemm();
     let fail = |message: String| Err(Error::invalid(info.name, message));
     if op.a.layout != Layout::Row || op.c.layout != Layout::Row {

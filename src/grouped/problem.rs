@@ -136,25 +136,12 @@ impl Problem for GroupedProblem {
     }
 
     fn rules(&self, kernel: &KernelInfo, want: &mut impl Want) {
-        let op = kernel.gemm();
-        for (operand, have, need) in [
-            ("A", self.element_a, op.a.element),
-            ("B", self.element_b, op.b.element),
-            ("C/D", self.element_c, op.c.element),
-        ] {
-            want(have == need, &|| {
-                format!("{operand} is {have} but the kernel takes {need}")
-            });
-        }
-        for (operand, have, need) in [
-            ("A", self.layout_a, op.a.layout),
-            ("B", self.layout_b, op.b.layout),
-            ("C/D", self.layout_c, op.c.layout),
-        ] {
-            want(have == need, &|| {
-                format!("{operand} is {have}-major but the kernel takes {need}-major")
-            });
-        }
+        crate::gemm::operand_rules(
+            kernel.gemm(),
+            [self.element_a, self.element_b, self.element_c],
+            [self.layout_a, self.layout_b, self.layout_c],
+            want,
+        );
         want((1..=MAX_GROUPS).contains(&self.group_count), &|| {
             format!(
                 "{} groups: a grouped launch takes 1 to {MAX_GROUPS}",

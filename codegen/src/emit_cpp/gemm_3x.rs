@@ -1,7 +1,7 @@
 //! CUTLASS 3.x GEMM from the collective builders (sm_90a): the C++ of one kernel, for
 //! `cutlass_aot/gemm_3x.cuh`.
 
-use super::{cute_shape, operand_type_3x};
+use super::{cute_shape, operand_type_3x, stage_count_3x};
 use crate::model::{AuxInput, AuxOutput, Broadcast, DType, Epilogue, GemmKernel, Reduction, Residual};
 
 /// The CUTLASS 3.x fusion operation of a fused kernel (`None`: the builder's default linear
@@ -60,14 +60,7 @@ pub(super) fn fusion_operation_3x(k: &GemmKernel) -> Option<String> {
 }
 
 pub(super) fn kernel_source_3x(k: &GemmKernel) -> String {
-    // Automatic stages leave room for the epilogue's shared memory (CUTLASS's own idiom).
-    let stages = if k.stages == 0 {
-        "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(\n        \
-         sizeof(typename CollectiveEpilogue::SharedStorage))>"
-            .to_string()
-    } else {
-        format!("cutlass::gemm::collective::StageCount<{}>", k.stages)
-    };
+    let stages = stage_count_3x(k.stages);
     format!(
         "// {origin}\n\
          namespace {name}_types {{\n\

@@ -4,7 +4,7 @@
 //! device arrays, so its builders take pointer layouts (`RowMajor *`); an array kernel has one
 //! shape and stride for every batch.
 
-use super::{cute_shape, operand_type_3x};
+use super::{cute_shape, operand_type_3x, stage_count_3x};
 use crate::model::{Activation, Epilogue, EpilogueSchedule, GemmKernel, KernelSchedule};
 
 /// The fusion operation: the plain linear combination, or it followed by an elementwise
@@ -47,13 +47,7 @@ pub(super) fn array_kernel_source(k: &GemmKernel) -> String {
 }
 
 fn source(k: &GemmKernel, pointer: &str, problem_shape: &str, entry_macro: &str) -> String {
-    let stages = if k.stages == 0 {
-        "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(\n        \
-         sizeof(typename CollectiveEpilogue::SharedStorage))>"
-            .to_string()
-    } else {
-        format!("cutlass::gemm::collective::StageCount<{}>", k.stages)
-    };
+    let stages = stage_count_3x(k.stages);
     // Validation resolved `auto` to one of the two persistent schedules.
     let cooperative = k.schedule != KernelSchedule::Pingpong;
     let (schedule, epilogue_schedule) = match (cooperative, k.epilogue_schedule) {

@@ -179,6 +179,18 @@ pub(super) fn cute_shape(s: Shape3) -> String {
     format!("cute::Shape<cute::_{}, cute::_{}, cute::_{}>", s.m, s.n, s.k)
 }
 
+/// A 3.x mainloop's stage count: `stages`, or (0) as many as fit beside the epilogue's shared
+/// memory (CUTLASS's own idiom).
+pub(super) fn stage_count_3x(stages: u32) -> String {
+    if stages == 0 {
+        "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(\n        \
+         sizeof(typename CollectiveEpilogue::SharedStorage))>"
+            .to_string()
+    } else {
+        format!("cutlass::gemm::collective::StageCount<{stages}>")
+    }
+}
+
 /// Element type of a 3.x operand: f32 operands run on tensor cores as TF32, which CUTLASS 3.x
 /// spells as the element type (same 32-bit storage).
 pub(super) fn operand_type_3x(d: crate::model::DType) -> &'static str {
