@@ -1,8 +1,11 @@
-//! The main job: runs one GEMM from the default manifest on the GPU, verifies it against an f64
-//! host reference on sampled elements, and prints time and TFLOP/s. Without a GPU it lists the
-//! embedded kernels and says why nothing ran.
+//! The main job: runs one GEMM on the GPU through `cutlass_aot::dispatch` (the call a user makes
+//! without naming a kernel), says which kernel dispatch chose and why (measured table or
+//! heuristic), verifies the result against an f64 host reference on sampled elements, and prints
+//! time and TFLOP/s. `--kernel NAME` runs that kernel instead. Without a GPU it lists the embedded
+//! kernels and says why nothing ran.
 //!
-//!     cargo run --release --example gemm -- [--kernel NAME] [--m M --n N --k K] [--iters N] [--json]
+//!     cargo run --release --example gemm -- [--kernel NAME | --dtype f16|bf16|f32|f64]
+//!         [--m M --n N --k K] [--iters N] [--json]
 //!
 //! For many kernels and shapes, side by side, see the `profiler` example.
 
@@ -11,7 +14,9 @@ mod common;
 use std::time::Instant;
 
 use common::{Extents, GemmData, Pools, Types};
+use cutlass_aot::dispatch::{self, Options as DispatchOptions, Signature};
 use cutlass_aot::kernels::REGISTRY;
+use cutlass_aot::model::{DType, Layout};
 use cutlass_aot::{device, KernelInfo};
 
 /// Elements of D compared with the f64 reference (plus the corners).
@@ -19,7 +24,10 @@ const SAMPLES: usize = 512;
 const WARMUP: usize = 5;
 
 struct Options {
-    kernel: String,
+    /// A kernel to run by name; `None`: dispatch chooses.
+    kernel: Option<String>,
+    /// A's, B's and D's type on the dispatch path (row-major A, column-major B, row-major D).
+    dtype: DType,
     m: usize,
     n: usize,
     k: usize,
@@ -29,7 +37,8 @@ struct Options {
 
 fn parse_args() -> Result<Options, String> {
     let mut o = Options {
-        kernel: "gemm_f16_tn".into(),
+        kernel: None,
+        dtype: DType::F16,
         m: 4096,
         n: 4096,
         k: 4096,
@@ -44,13 +53,23 @@ fn parse_args() -> Result<Options, String> {
             _ => Err(format!("{flag}: {v:?} is not a positive integer")),
         };
         match flag.as_str() {
-            "--kernel" => o.kernel = value()?,
+            "--kernel" => o.kernel = Some(value()?),
+            "--dtype" => {
+                let v = value()?;
+                o.dtype = match v.as_str() {
+                    "f16" => DType::F16,
+                    "bf16" => DType::Bf16,
+                    "f32" => DType::F32,
+                    "f64" => DType::F64,
+                    _ => return Err(format!("--dtype {v:?}: allowed f16, bf16, f32, f64")),
+                };
+            }
             "--m" => o.m = number(value()?)?,
             "--n" => o.n = number(value()?)?,
             "--k" => o.k = number(value()?)?,
             "--iters" => o.iters = number(value()?)?,
             "--json" => o.json = true,
-            other => return Err(format!("unknown argument {other:?}; usage: gemm [--kernel NAME] [--m M --n N --k K] [--iters N] [--json]")),
+            other => return Err(format!("unknown argument {other:?}; usage: gemm [--kernel NAME | --dtype f16|bf16|f32|f64] [--m M --n N --k K] [--iters N] [--json]")),
         }
     }
     Ok(o)
@@ -81,10 +100,16 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let Some(info) = REGISTRY.by_name(&options.kernel) else {
-        eprintln!("error: no kernel named {:?}", options.kernel);
-        list_kernels();
-        std::process::exit(2);
+    let named = match &options.kernel {
+        None => None,
+        Some(name) => match REGISTRY.by_name(name) {
+            Some(info) => Some(info),
+            None => {
+                eprintln!("error: no kernel named {name:?}");
+                list_kernels();
+                std::process::exit(2);
+            }
+        },
     };
     let ctx = match device::context(0) {
         Ok(ctx) => ctx,
@@ -94,7 +119,7 @@ fn main() {
             return;
         }
     };
-    if let Err(e) = run(&ctx, info, &options) {
+    if let Err(e) = run(&ctx, named, &options) {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
@@ -102,7 +127,7 @@ fn main() {
 
 fn run(
     ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
-    info: &'static KernelInfo,
+    named: Option<&'static KernelInfo>,
     o: &Options,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let stream = ctx.default_stream();
@@ -112,11 +137,47 @@ fn run(
         k: o.k,
         batch: 1,
     };
+    let types = match named {
+        Some(info) => Types::of(info),
+        None => Types {
+            a: o.dtype,
+            b: o.dtype,
+            c: o.dtype,
+            layout_a: Layout::Row,
+            layout_b: Layout::Column,
+            layout_c: Layout::Row,
+        },
+    };
+    let signature = Signature {
+        element_a: types.a,
+        element_b: types.b,
+        element_c: types.c,
+        layout_a: types.layout_a,
+        layout_b: types.layout_b,
+        layout_c: types.layout_c,
+    };
     let mut pools = Pools::new(stream.clone());
-    let data = GemmData::new(&stream, &mut pools, extents, Types::of(info), false)?;
+    let data = GemmData::new(&stream, &mut pools, extents, types, false)?;
     let operands = data.operands(1.0, 0.0);
+    // What ran: the named kernel, or dispatch's choice (filled in by the first launch).
+    let chosen = std::cell::Cell::new(named);
+    let how = std::cell::RefCell::new(String::from("named with --kernel"));
     // SAFETY: the buffers of `data` hold exactly these element types and lengths.
-    let launch = || unsafe { cutlass_aot::gemm::launch_raw(info, &stream, &operands) };
+    let launch = || -> Result<(), cutlass_aot::Error> {
+        match named {
+            Some(info) => unsafe { cutlass_aot::gemm::launch_raw(info, &stream, &operands) },
+            None => {
+                let ran = unsafe {
+                    dispatch::launch_raw(&stream, signature, &operands, DispatchOptions::default())
+                }?;
+                if chosen.get().is_none() {
+                    *how.borrow_mut() = ran.describe();
+                }
+                chosen.set(ran.kernel);
+                Ok(())
+            }
+        }
+    };
 
     // Verify sampled elements of a poisoned D against an f64 reference on the same inputs.
     data.poison_d()?;
@@ -124,6 +185,7 @@ fn run(
     launch()?; // loads the image and checks everything
     stream.synchronize()?;
     let first_call = first.elapsed();
+    let info = chosen.get().ok_or("dispatch launched nothing")?;
     let positions = common::sample_positions(extents, SAMPLES);
     let reference = data.reference(&positions, 1.0, 0.0);
     let check = common::check(&data, info, &positions, &reference)?;
@@ -137,26 +199,26 @@ fn run(
     let gbps = common::gemm_bytes(extents, data.types, false) / seconds / 1e9;
     let device_name = common::device_name(ctx);
     if o.json {
+        let path = if named.is_some() { "kernel" } else { "dispatch" };
         let record = common::gemm_record(&device_name, &common::utc_date(), info, extents, 1.0, 0.0)
-            .int("warmup", WARMUP);
+            .int("warmup", WARMUP)
+            .str("path", path);
         println!(
             "{}",
             common::measurement_fields(record, &timing, tflops, gbps, Some(&check)).finish()
         );
     } else {
         println!("device:   {device_name}");
+        let path = if named.is_some() {
+            "named kernel"
+        } else {
+            "dispatch"
+        };
+        println!("path:     {path}: {}", how.borrow());
         println!("kernel:   {} ({})", info.rust_name, info.name);
         println!(
             "problem:  {}x{}x{}, A {} {}-major, B {} {}-major, D {} {}-major",
-            o.m,
-            o.n,
-            o.k,
-            info.gemm().a.element,
-            info.gemm().a.layout,
-            info.gemm().b.element,
-            info.gemm().b.layout,
-            info.gemm().c.element,
-            info.gemm().c.layout
+            o.m, o.n, o.k, types.a, types.layout_a, types.b, types.layout_b, types.c, types.layout_c
         );
         println!(
             "first call (image load + launch + sync): {:.1} ms",

@@ -1,11 +1,13 @@
 //! The profiler: runs chosen kernels — or every kernel that supports a problem — on given shapes,
 //! verifies each result against an f64 host reference on sampled elements, and prints a table (or
 //! JSON Lines) of time, TFLOP/s and GB/s. It can also write the dispatch table the build embeds:
-//! the fastest verified kernel per shape and operand types.
+//! the fastest verified (kernel, split-K slices, raster order, swizzle) per shape and operand types.
 //!
 //!     cargo run --release --example profiler -- --sweep smoke
 //!     cargo run --release --example profiler -- --dtype bf16,f16 --sweep issue3 --json \
 //!         --dispatch-out dispatch.tsv > results.jsonl
+//!     cargo run --release --example profiler -- --sweep issue12 --split-k 1,2,4 \
+//!         --raster auto,m,n --swizzle 0,1,2,4,8 --tuning-top 2 --dispatch-out dispatch.tsv
 //!
 //! `--help` lists the options; `bench/README.md` describes the output formats.
 
@@ -16,11 +18,13 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use common::sweeps::{parse_shape, sweep};
 use common::{Check, Extents, Failure, GemmData, Pools, Spinner, Timing, Types};
 use cudarc::driver::{CudaContext, CudaStream};
 use cutlass_aot::kernels::REGISTRY;
+use cutlass_aot::model::Api;
 use cutlass_aot::model::{DType, Layout};
-use cutlass_aot::{device, GemmProblem, KernelInfo};
+use cutlass_aot::{device, GemmProblem, KernelInfo, Raster, Tuning};
 
 const USAGE: &str = "\
 usage: profiler [options]
@@ -42,25 +46,42 @@ Shapes (default: --sweep smoke):
                              8192,14336,28672} (68, 67 distinct); smoke: a few small ones, one ragged;
                              issue3_small_m_transposed: issue3's M <= 128 shapes with M and N swapped
                              (for the transposed kernels, with --layout tnn); issue4_splitk: M = N
-                             {512,768,1024} x K {16384,32768,65536} (9); issue4_squares: 4096^3, 8192^3
-Measurement:
+                             {512,768,1024} x K {16384,32768,65536} (9); issue4_squares: 4096^3, 8192^3;
+                             issue12 (124): squares 1024..8192, M {1,16,64,128,512,2048} x the (N, K)
+                             projections of LLaMA-2-7B, LLaMA-3-70B, Mixtral-8x7B and DeepSeek-V3,
+                             K-heavy M = N {256,512,1024,1536} x K {8192..32768}, batched 64^3..512^3
+                             x {16,64,256}, ragged sizes; issue12_small_m_transposed (62): its
+                             M <= 128 shapes with M and N swapped (--layout tnn); issue12_quick (25):
+                             a subset of issue12 across its categories
+Measurement (each kernel x shape runs once per configuration: split-K count x raster x swizzle for
+CUTLASS 3.x kernels, split-K count alone for 2.x kernels, which ignore the tuning):
   --split-k N[,N...]         split K into N slices (default 1): every kernel x shape runs once per
                              count its supports() allows (serial / parallel split-K of 2.x kernels,
                              3.x stream-K); others are skipped, or get a row saying why when named
-                             with --kernels. Only 1-slice rows enter the dispatch table
+                             with --kernels
+  --raster R[,R...]          tile orders of 3.x persistent kernels: auto (CUTLASS's choice), m, n
+                             (default auto)
+  --swizzle S[,S...]         swizzle bands of 3.x kernels in tiles: 0 (automatic), 1, 2, 4, 8
+                             (default 0)
+  --tuning-top N|all         per shape and operand types, first run every kernel at its first
+                             configuration (the first --split-k count it supports, the first --raster
+                             and --swizzle), then only the N fastest of them (verified) at their
+                             other configurations (default all: every configuration of every kernel)
   --beta B                   D = A·B + B·C (default 0: C is not read)
-  --raster auto|m|n          tile order of 3.x persistent kernels (default auto: CUTLASS's choice)
-  --swizzle 0|1|2|4|8        swizzle band of 3.x kernels in tiles (default 0: CUTLASS's, 1)
   --iters N                  timed launches per kernel and shape (default 20)
   --warmup N                 untimed launches first (default 5)
   --max-seconds-per-kernel S cap the timed launches of one kernel on one shape at about S seconds
                              (at least 3 launches; default 2)
+  --max-seconds-total S      start no new shape after about S seconds (the rows so far are printed
+                             and the dispatch table written; default: no limit)
   --samples N                elements of D verified against the f64 reference (default 256, plus
                              the corners)
   --no-verify                skip verification (rows say so; nothing enters the dispatch table)
 Output:
   --json                     one JSON object per line (DESIGN §6 records) instead of the table
-  --dispatch-out FILE        write the fastest verified kernel per shape and operand types (TSV)
+  --dispatch-out FILE        write the fastest verified row per shape and operand types, over every
+                             split-K count, raster and swizzle (TSV: a b c layout m n k batch kernel
+                             split_k raster swizzle us)
   --list                     list the kernels (rust_name, name, api, schedule, ...) and exit
   --help
 
@@ -90,11 +111,18 @@ struct Options {
     /// Split-K slice counts to run each kernel and shape with (distinct, in order).
     split_k: Vec<usize>,
     beta: f64,
-    /// Run-time rasterisation of 3.x kernels (2.x kernels ignore it).
-    tuning: cutlass_aot::Tuning,
+    /// Tile orders of 3.x kernels to run each kernel and shape with (distinct, in order; 2.x
+    /// kernels ignore them).
+    rasters: Vec<Raster>,
+    /// Swizzle bands of 3.x kernels (distinct, in order).
+    swizzles: Vec<u32>,
+    /// Only the N fastest kernels at their first configuration run the others (`None`: all).
+    tuning_top: Option<usize>,
     iters: usize,
     warmup: usize,
     max_seconds: Option<f64>,
+    /// Start no new shape after this many seconds.
+    max_seconds_total: Option<f64>,
     samples: usize,
     verify: bool,
     json: bool,
@@ -114,10 +142,13 @@ impl Default for Options {
             shapes: Vec::new(),
             split_k: vec![1],
             beta: 0.0,
-            tuning: cutlass_aot::Tuning::default(),
+            rasters: vec![Raster::Heuristic],
+            swizzles: vec![0],
+            tuning_top: None,
             iters: 20,
             warmup: 5,
             max_seconds: Some(2.0),
+            max_seconds_total: None,
             samples: 256,
             verify: true,
             json: false,
@@ -128,72 +159,25 @@ impl Default for Options {
     }
 }
 
-/// `MxNxK` or `MxNxKxBATCH`, every extent at least 1.
-fn parse_shape(s: &str) -> Result<Extents, String> {
-    let parts: Vec<&str> = s.trim().split(['x', 'X']).collect();
-    if !(3..=4).contains(&parts.len()) {
-        return Err(format!("shape {s:?}: expected MxNxK or MxNxKxBATCH"));
+/// The swizzle bands CUTLASS 3.x's tile schedulers take (0: automatic).
+const SWIZZLES: [u32; 5] = [0, 1, 2, 4, 8];
+
+/// `auto`, `m`, `n` (the dispatch table's spelling).
+fn parse_raster(s: &str) -> Option<Raster> {
+    match s {
+        "auto" => Some(Raster::Heuristic),
+        "m" => Some(Raster::AlongM),
+        "n" => Some(Raster::AlongN),
+        _ => None,
     }
-    let mut v = [1usize; 4];
-    for (slot, part) in v.iter_mut().zip(&parts) {
-        *slot = match part.parse::<usize>() {
-            Ok(x) if x >= 1 => x,
-            _ => return Err(format!("shape {s:?}: {part:?} is not a positive integer")),
-        };
-    }
-    Ok(Extents {
-        m: v[0],
-        n: v[1],
-        k: v[2],
-        batch: v[3],
-    })
 }
 
-/// The named shape lists.
-fn sweep(name: &str) -> Result<Vec<Extents>, String> {
-    let e = |m, n, k, batch| Extents { m, n, k, batch };
-    match name {
-        "issue3" => {
-            let mut shapes: Vec<Extents> = [1024, 2048, 4096, 8192].iter().map(|&s| e(s, s, s, 1)).collect();
-            let big = [4096, 8192, 14336, 28672];
-            for m in [16, 128, 1024, 4096] {
-                for n in big {
-                    for k in big {
-                        shapes.push(e(m, n, k, 1));
-                    }
-                }
-            }
-            Ok(shapes)
-        }
-        // The small-M shapes of issue3 with M and N swapped: the problems the transposed ("tnn")
-        // kernels run for them (dispatch runs D^T = B^T A^T), profiled with --layout tnn.
-        "issue3_small_m_transposed" => Ok(sweep("issue3")?
-            .into_iter()
-            .filter(|s| s.m <= 128)
-            .map(|s| e(s.n, s.m, s.k, s.batch))
-            .collect()),
-        // Issue 4: split-K territory (few output tiles, deep K) and large squares.
-        "issue4_splitk" => {
-            let mut shapes = Vec::new();
-            for mn in [512, 768, 1024] {
-                for k in [16384, 32768, 65536] {
-                    shapes.push(e(mn, mn, k, 1));
-                }
-            }
-            Ok(shapes)
-        }
-        "issue4_squares" => Ok(vec![e(4096, 4096, 4096, 1), e(8192, 8192, 8192, 1)]),
-        "smoke" => Ok(vec![
-            e(1003, 1000, 1000, 1),
-            e(16, 4096, 4096, 1),
-            e(128, 128, 64, 1),
-            e(256, 512, 128, 1),
-            e(512, 512, 512, 4),
-            e(4096, 4096, 4096, 1),
-        ]),
-        other => Err(format!(
-            "unknown sweep {other:?}; known: issue3, issue3_small_m_transposed, issue4_splitk, issue4_squares, smoke"
-        )),
+/// The spelling of [`parse_raster`].
+fn raster_name(r: Raster) -> &'static str {
+    match r {
+        Raster::Heuristic => "auto",
+        Raster::AlongM => "m",
+        Raster::AlongN => "n",
     }
 }
 
@@ -326,19 +310,48 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                     .ok_or(format!("--beta: {v:?} is not a number"))?;
             }
             "--raster" => {
-                o.tuning.raster = match value()?.as_str() {
-                    "auto" => cutlass_aot::Raster::Heuristic,
-                    "m" => cutlass_aot::Raster::AlongM,
-                    "n" => cutlass_aot::Raster::AlongN,
-                    other => return Err(format!("--raster: {other:?}; allowed: auto, m, n")),
+                let mut rasters = Vec::new();
+                for v in list(value()?) {
+                    let raster = parse_raster(&v).ok_or(format!("--raster: {v:?}; allowed: auto, m, n"))?;
+                    if !rasters.contains(&raster) {
+                        rasters.push(raster);
+                    }
                 }
+                if rasters.is_empty() {
+                    return Err("--raster needs a tile order (auto, m, n)".into());
+                }
+                o.rasters = rasters;
             }
             "--swizzle" => {
-                let v = count(value()?)?;
-                if ![0, 1, 2, 4, 8].contains(&v) {
-                    return Err(format!("--swizzle: {v}; allowed: 0 (default), 1, 2, 4, 8"));
+                let mut swizzles = Vec::new();
+                for v in list(value()?) {
+                    match v.parse::<u32>() {
+                        Ok(s) if SWIZZLES.contains(&s) => {
+                            if !swizzles.contains(&s) {
+                                swizzles.push(s);
+                            }
+                        }
+                        _ => return Err(format!("--swizzle: {v:?}; allowed: 0 (default), 1, 2, 4, 8")),
+                    }
                 }
-                o.tuning.max_swizzle = v as u32;
+                if swizzles.is_empty() {
+                    return Err("--swizzle needs a band (0, 1, 2, 4, 8)".into());
+                }
+                o.swizzles = swizzles;
+            }
+            "--tuning-top" => {
+                let v = value()?;
+                o.tuning_top = match v.as_str() {
+                    "all" => None,
+                    _ => match v.parse::<usize>() {
+                        Ok(n) if n >= 1 => Some(n),
+                        _ => {
+                            return Err(format!(
+                                "--tuning-top: {v:?} is not a kernel count (1, 2, ...) or all"
+                            ))
+                        }
+                    },
+                };
             }
             "--iters" => o.iters = count(value()?)?.max(1),
             "--warmup" => o.warmup = count(value()?)?,
@@ -348,6 +361,17 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                     "--max-seconds-per-kernel: {v:?} is not a number of seconds"
                 ))?;
                 o.max_seconds = (s > 0.0).then_some(s);
+            }
+            "--max-seconds-total" => {
+                let v = value()?;
+                let s = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| *s > 0.0 && s.is_finite())
+                    .ok_or(format!(
+                        "--max-seconds-total: {v:?} is not a positive number of seconds"
+                    ))?;
+                o.max_seconds_total = Some(s);
             }
             "--samples" => o.samples = count(value()?)?,
             "--no-verify" => o.verify = false,
@@ -492,24 +516,45 @@ fn list_kernels(out: &mut dyn Write) -> std::io::Result<()> {
 fn describe_plan(o: &Options, kernels: &[&'static KernelInfo], out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "{} kernel(s) selected of the {} in this binary, {} shape(s), split-K {}:",
+        "{} kernel(s) selected of the {} in this binary, {} shape(s), split-K {}, raster {}, swizzle {}{}:",
         kernels.len(),
         REGISTRY.all().len(),
         o.shapes.len(),
-        split_list(&o.split_k)
+        split_list(&o.split_k),
+        o.rasters
+            .iter()
+            .map(|r| raster_name(*r))
+            .collect::<Vec<_>>()
+            .join(","),
+        split_list(&o.swizzles),
+        match o.tuning_top {
+            Some(n) => format!(
+                " (only the {n} fastest kernel(s) of each shape at their first configuration run the others)"
+            ),
+            None => String::new(),
+        }
     )?;
-    let runs = o.shapes.len() * o.split_k.len();
     let width = kernels.iter().map(|k| k.rust_name.len()).max().unwrap_or(0);
+    // Every supported configuration, and the kernel x shape pairs (one first configuration each).
+    let (mut total, mut firsts) = (0, 0);
     for info in kernels {
+        let configs = configs(o, info);
+        let runs = o.shapes.len() * configs.len();
         let n = o
             .shapes
             .iter()
-            .flat_map(|&e| o.split_k.iter().map(move |&s| (e, s)))
+            .flat_map(|&e| configs.iter().map(move |c| (e, c.slices)))
             .filter(|&(e, s)| would_support(info, e, s))
+            .count();
+        total += n;
+        firsts += o
+            .shapes
+            .iter()
+            .filter(|&&e| o.split_k.iter().any(|&s| would_support(info, e, s)))
             .count();
         writeln!(
             out,
-            "  {:<width$}  {}  ({} {} {}, {}, split-K {}; supports {n} of {runs} shape x split-K runs)",
+            "  {:<width$}  {}  ({} {} {}, {}, split-K {}; supports {n} of {runs} shape x configuration runs)",
             info.rust_name,
             info.name,
             info.api(),
@@ -518,6 +563,14 @@ fn describe_plan(o: &Options, kernels: &[&'static KernelInfo], out: &mut dyn Wri
             common::dtype_label(info),
             info.design.split_k(),
         )?;
+    }
+    match o.tuning_top {
+        Some(n) => writeln!(
+            out,
+            "runs: {firsts} at each kernel's first configuration, then the other configurations of the {n} \
+             fastest per shape and operand types (of {total} in all)"
+        )?,
+        None => writeln!(out, "runs: {total}")?,
     }
     let shapes: Vec<String> = o.shapes.iter().take(12).map(|s| s.to_string()).collect();
     writeln!(
@@ -537,8 +590,48 @@ fn describe_plan(o: &Options, kernels: &[&'static KernelInfo], out: &mut dyn Wri
 }
 
 /// `1,2,4`.
-fn split_list(counts: &[usize]) -> String {
+fn split_list<T: ToString>(counts: &[T]) -> String {
     counts.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// How one kernel is launched on a shape: K split into `slices`, with a run-time tuning.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Config {
+    slices: usize,
+    tuning: Tuning,
+}
+
+/// Whether `info` takes a run-time tuning (CUTLASS 3.x kernels; 2.x kernels have theirs compiled
+/// in).
+fn tunable(info: &KernelInfo) -> bool {
+    info.api() == Api::Cutlass3x
+}
+
+/// The configurations to run `info` with, in order: every --split-k count x --raster x --swizzle
+/// for a 3.x kernel, every --split-k count with the default tuning for a 2.x kernel. The first is
+/// its baseline for --tuning-top.
+fn configs(o: &Options, info: &KernelInfo) -> Vec<Config> {
+    let tunings: Vec<Tuning> = if tunable(info) {
+        o.rasters
+            .iter()
+            .flat_map(|&raster| {
+                o.swizzles
+                    .iter()
+                    .map(move |&max_swizzle| Tuning { raster, max_swizzle })
+            })
+            .collect()
+    } else {
+        vec![Tuning::default()]
+    };
+    o.split_k
+        .iter()
+        .flat_map(|&slices| tunings.iter().map(move |&tuning| Config { slices, tuning }))
+        .collect()
+}
+
+/// `auto/0`: a tuning for the table and the progress lines.
+fn tuning_label(t: Tuning) -> String {
+    format!("{}/{}", raster_name(t.raster), t.max_swizzle)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -564,12 +657,23 @@ struct Row {
     extents: Extents,
     /// Split-K slices (1: no split).
     split_k: usize,
+    /// The run-time tuning passed (the default for 2.x kernels, which ignore it).
+    tuning: Tuning,
     outcome: Outcome,
 }
 
 impl Row {
     fn verified(&self) -> bool {
         matches!(&self.outcome, Outcome::Ran(m) if m.check.is_some_and(|c| c.passed()))
+    }
+
+    /// The median time of a row that ran and did not fail its verification (verified, or with
+    /// verification off).
+    fn good_time(&self) -> Option<f64> {
+        match &self.outcome {
+            Outcome::Ran(m) if m.check.map_or(true, |c| c.passed()) => Some(m.timing.median_us),
+            _ => None,
+        }
     }
 
     /// A failure for the exit status: an error, or a verification that did not pass.
@@ -593,13 +697,14 @@ struct RunInfo {
 
 fn table_header(kernel_width: usize) -> String {
     format!(
-        "{:<kw$} {:>6} {:>6} {:>6} {:>5} {:>5} {:>11} {:>8} {:>8}  verified (rel. error)",
+        "{:<kw$} {:>6} {:>6} {:>6} {:>5} {:>5} {:>6} {:>11} {:>8} {:>8}  verified (rel. error)",
         "kernel",
         "m",
         "n",
         "k",
         "batch",
         "split",
+        "tuning",
         "us",
         "TFLOP/s",
         "GB/s",
@@ -609,14 +714,20 @@ fn table_header(kernel_width: usize) -> String {
 
 fn table_row(row: &Row, kernel_width: usize) -> String {
     let e = row.extents;
+    let tuning = if tunable(row.info) {
+        tuning_label(row.tuning)
+    } else {
+        "-".to_string()
+    };
     let head = format!(
-        "{:<kw$} {:>6} {:>6} {:>6} {:>5} {:>5}",
+        "{:<kw$} {:>6} {:>6} {:>6} {:>5} {:>5} {:>6}",
         row.info.rust_name,
         e.m,
         e.n,
         e.k,
         e.batch,
         row.split_k,
+        tuning,
         kw = kernel_width
     );
     match &row.outcome {
@@ -643,6 +754,8 @@ fn json_row(row: &Row, run: &RunInfo) -> String {
     let info = row.info;
     let e = row.extents;
     let mut r = common::gemm_record_split(&run.device, &run.date, info, e, row.split_k, run.alpha, run.beta)
+        .str("raster", raster_name(row.tuning.raster))
+        .int("swizzle", row.tuning.max_swizzle as usize)
         .int("warmup", run.warmup);
     match &row.outcome {
         Outcome::Ran(m) => r = common::measurement_fields(r, &m.timing, m.tflops, m.gbps, m.check.as_ref()),
@@ -652,28 +765,32 @@ fn json_row(row: &Row, run: &RunInfo) -> String {
     r.finish()
 }
 
-/// The dispatch table: per (operand types, shape), the fastest verified kernel without split-K
-/// (the table has no slice column: dispatch launches with 1 slice).
+/// The dispatch table's column header.
+const DISPATCH_COLUMNS: &str = "# columns: a b c layout m n k batch kernel split_k raster swizzle us";
+
+/// The dispatch table: per (operand types, shape), the fastest verified row over every kernel,
+/// split-K count, raster and swizzle (ties: the first measured).
 fn dispatch_tsv(run: &RunInfo, rows: &[Row]) -> String {
-    let mut best: BTreeMap<(Types, Extents), (f64, &'static str)> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.verified() && r.split_k == 1) {
+    let mut best: BTreeMap<(Types, Extents), (f64, &Row)> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.verified()) {
         let Outcome::Ran(m) = &row.outcome else { continue };
         let us = m.timing.median_us;
         let slot = best
             .entry((Types::of(row.info), row.extents))
-            .or_insert((f64::INFINITY, row.info.name));
+            .or_insert((us, row));
         if us < slot.0 {
-            *slot = (us, row.info.name);
+            *slot = (us, row);
         }
     }
     let mut out = String::new();
     out.push_str("# cutlass-aot dispatch table\n");
     out.push_str(&format!("# device: {}\n", run.device));
     out.push_str(&format!("# date: {}\n", run.date));
-    out.push_str("# columns: a b c layout m n k batch kernel us\n");
-    for ((t, e), (us, kernel)) in best {
+    out.push_str(DISPATCH_COLUMNS);
+    out.push('\n');
+    for ((t, e), (us, row)) in best {
         out.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.2}\n",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.2}\n",
             t.a,
             t.b,
             t.c,
@@ -682,11 +799,34 @@ fn dispatch_tsv(run: &RunInfo, rows: &[Row]) -> String {
             e.n,
             e.k,
             e.batch,
-            kernel,
+            row.info.name,
+            row.split_k,
+            raster_name(row.tuning.raster),
+            row.tuning.max_swizzle,
             us.max(0.01)
         ));
     }
     out
+}
+
+/// The kernels of the `n` fastest rows of `rows` (ran, not failing verification), fastest first;
+/// a kernel counts once.
+fn fastest_kernels(rows: &[Row], n: usize) -> Vec<&'static KernelInfo> {
+    let mut timed: Vec<(f64, &'static KernelInfo)> = rows
+        .iter()
+        .filter_map(|r| Some((r.good_time()?, r.info)))
+        .collect();
+    timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut kernels: Vec<&'static KernelInfo> = Vec::new();
+    for (_, info) in timed {
+        if kernels.len() == n {
+            break;
+        }
+        if !kernels.iter().any(|k| std::ptr::eq(*k, info)) {
+            kernels.push(info);
+        }
+    }
+    kernels
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -699,22 +839,23 @@ struct Reference {
     values: Vec<f64>,
 }
 
-/// Verification run, then timing, of one kernel with K split into `slices` on prepared data.
+/// Verification run, then timing, of one kernel in one configuration on prepared data.
 #[allow(clippy::too_many_arguments)]
 fn measure(
     ctx: &Arc<CudaContext>,
     stream: &Arc<CudaStream>,
     o: &Options,
     info: &'static KernelInfo,
-    slices: usize,
+    config: Config,
     data: &GemmData,
     reference: Option<&Reference>,
     spinner: Option<&Spinner>,
 ) -> Result<Measured, Failure> {
+    let slices = config.slices;
     let operands = data.operands_split(1.0, o.beta, slices);
     // SAFETY: the buffers of `data` hold exactly the element types and lengths of `operands`,
     // live until the stream is synchronised below, and D does not overlap A, B or C.
-    let launch = || unsafe { cutlass_aot::gemm::launch_raw_tuned(info, stream, &operands, o.tuning) };
+    let launch = || unsafe { cutlass_aot::gemm::launch_raw_tuned(info, stream, &operands, config.tuning) };
     let kernel = |e: cutlass_aot::Error| Failure::Kernel(e.to_string());
     let check = match reference {
         Some(Reference { positions, values }) => {
@@ -753,6 +894,62 @@ impl Printer {
     }
 }
 
+/// The kernels of one shape and operand types, each with the configurations it supports.
+type Members = Vec<(&'static KernelInfo, Vec<Config>)>;
+
+/// What the runs of one shape and operand types share.
+struct Job<'a> {
+    ctx: &'a Arc<CudaContext>,
+    stream: &'a Arc<CudaStream>,
+    o: &'a Options,
+    data: &'a GemmData,
+    reference: Option<&'a Reference>,
+    spinner: Option<&'a Spinner>,
+    printer: &'a Printer,
+}
+
+impl Job<'_> {
+    /// Measures `info` in `config`, prints and records its row. Returns why the device can no
+    /// longer be used, after a fault.
+    fn run(&self, info: &'static KernelInfo, config: Config, rows: &mut Vec<Row>) -> Option<String> {
+        let measured = measure(
+            self.ctx,
+            self.stream,
+            self.o,
+            info,
+            config,
+            self.data,
+            self.reference,
+            self.spinner,
+        );
+        let mut fatal = None;
+        let outcome = match measured {
+            Ok(m) => Outcome::Ran(m),
+            Err(Failure::Kernel(why)) => {
+                // A refused launch leaves the device usable; a fault in the kernel does not.
+                if let Err(err) = self.stream.synchronize() {
+                    fatal = Some(format!("{why}; then the device failed: {err}"));
+                }
+                Outcome::Failed(why)
+            }
+            Err(Failure::Device(why)) => {
+                fatal = Some(why.clone());
+                Outcome::Failed(format!("device failure: {why}"))
+            }
+        };
+        let row = Row {
+            info,
+            extents: self.data.extents,
+            split_k: config.slices,
+            tuning: config.tuning,
+            outcome,
+        };
+        self.printer.print(&row);
+        rows.push(row);
+        fatal
+    }
+}
+
 fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> Result<ExitCode, String> {
     let stream = ctx.new_stream().map_err(|e| format!("creating a stream: {e}"))?;
     let cc = device::props(ctx).map_err(|e| e.to_string())?.compute_capability;
@@ -774,8 +971,8 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
     };
     if !o.json {
         common::out(format!(
-            "device: {} (compute capability {}.{}), {}; {} kernel(s), {} shape(s), split-K {}; time = median of \
-             up to {} launches after {} warm-up",
+            "device: {} (compute capability {}.{}), {}; {} kernel(s), {} shape(s), split-K {}, raster {}, \
+             swizzle {}{}; time = median of up to {} launches after {} warm-up",
             printer.run.device,
             cc / 10,
             cc % 10,
@@ -783,6 +980,15 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
             kernels.len(),
             o.shapes.len(),
             split_list(&o.split_k),
+            o.rasters
+                .iter()
+                .map(|r| raster_name(*r))
+                .collect::<Vec<_>>()
+                .join(","),
+            split_list(&o.swizzles),
+            o.tuning_top.map_or(String::new(), |n| format!(
+                " (other configurations: the {n} fastest only)"
+            )),
             o.iters,
             o.warmup
         ));
@@ -801,22 +1007,42 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
     let mut pools = Pools::new(stream.clone());
     let mut rows: Vec<Row> = Vec::new();
     let mut fatal = None;
+    let mut not_run = 0;
+    let started = std::time::Instant::now();
+    // With --tuning-top, a kernel first runs its first configuration only.
+    let first_phase = |configs: &[Config]| -> usize {
+        if o.tuning_top.is_some() {
+            1
+        } else {
+            configs.len()
+        }
+    };
     'shapes: for (index, &e) in o.shapes.iter().enumerate() {
-        // Group the (kernel, split-K slices) runs of this shape by operand types: one set of
-        // buffers each.
-        let mut groups: Vec<(Types, Vec<(&'static KernelInfo, usize)>)> = Vec::new();
+        if let Some(limit) = o.max_seconds_total {
+            if started.elapsed().as_secs_f64() >= limit {
+                not_run = o.shapes.len() - index;
+                eprintln!(
+                    "profiler: --max-seconds-total {limit}: stopped after {:.0} s; {not_run} shape(s) not run, \
+                     from {e} on",
+                    started.elapsed().as_secs_f64()
+                );
+                break;
+            }
+        }
+        // The kernels that can run this shape, each with its configurations, grouped by operand
+        // types: one set of buffers each.
+        let mut groups: Vec<(Types, Members)> = Vec::new();
         for &info in kernels {
+            let mut supported = Vec::new();
             for &slices in &o.split_k {
                 match info.supports(&problem(info, e, slices, Some(cc))) {
-                    Ok(()) => match groups.iter_mut().find(|(t, _)| *t == Types::of(info)) {
-                        Some((_, members)) => members.push((info, slices)),
-                        None => groups.push((Types::of(info), vec![(info, slices)])),
-                    },
+                    Ok(()) => supported.push(slices),
                     Err(why) if o.kernels.is_some() => {
                         let row = Row {
                             info,
                             extents: e,
                             split_k: slices,
+                            tuning: Tuning::default(),
                             outcome: Outcome::Unsupported(why.reasons.join("; ")),
                         };
                         printer.print(&row);
@@ -825,13 +1051,31 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
                     Err(_) => {}
                 }
             }
+            let runnable: Vec<Config> = configs(o, info)
+                .into_iter()
+                .filter(|c| supported.contains(&c.slices))
+                .collect();
+            if runnable.is_empty() {
+                continue;
+            }
+            match groups.iter_mut().find(|(t, _)| *t == Types::of(info)) {
+                Some((_, members)) => members.push((info, runnable)),
+                None => groups.push((Types::of(info), vec![(info, runnable)])),
+            }
         }
-        let runnable: usize = groups.iter().map(|(_, g)| g.len()).sum();
+        let runnable: usize = groups
+            .iter()
+            .flat_map(|(_, members)| members.iter().map(|(_, c)| first_phase(c)))
+            .sum();
         if o.json || runnable == 0 {
             eprintln!(
-                "[{}/{}] {e}: {runnable} run(s){}",
+                "[{}/{}] {e}: {runnable} run(s){}{}",
                 index + 1,
                 o.shapes.len(),
+                match o.tuning_top {
+                    Some(n) if runnable > 0 => format!(", then the other configurations of the {n} fastest"),
+                    _ => String::new(),
+                },
                 if runnable == 0 && o.kernels.is_none() {
                     " (no selected kernel supports this shape)"
                 } else {
@@ -846,15 +1090,18 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
                     // Out of memory is the likely cause; the device itself is fine if it syncs.
                     let failure = format!("allocating and filling the operands: {err}");
                     let sticky = stream.synchronize().is_err();
-                    for &(info, slices) in &members {
-                        let row = Row {
-                            info,
-                            extents: e,
-                            split_k: slices,
-                            outcome: Outcome::Failed(failure.clone()),
-                        };
-                        printer.print(&row);
-                        rows.push(row);
+                    for (info, configs) in &members {
+                        for config in &configs[..first_phase(configs)] {
+                            let row = Row {
+                                info,
+                                extents: e,
+                                split_k: config.slices,
+                                tuning: config.tuning,
+                                outcome: Outcome::Failed(failure.clone()),
+                            };
+                            printer.print(&row);
+                            rows.push(row);
+                        }
                     }
                     if sticky {
                         fatal = Some(failure);
@@ -868,45 +1115,46 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
                 let values = data.reference(&positions, 1.0, o.beta);
                 Reference { positions, values }
             });
-            for (info, slices) in members {
-                let measured = measure(
-                    ctx,
-                    &stream,
-                    o,
-                    info,
-                    slices,
-                    &data,
-                    reference.as_ref(),
-                    spinner.as_ref(),
-                );
-                let outcome = match measured {
-                    Ok(m) => Outcome::Ran(m),
-                    Err(Failure::Kernel(why)) => {
-                        // A refused launch leaves the device usable; a fault in the kernel does not.
-                        match stream.synchronize() {
-                            Ok(()) => Outcome::Failed(why),
-                            Err(err) => {
-                                fatal = Some(format!("{why}; then the device failed: {err}"));
-                                Outcome::Failed(why)
-                            }
-                        }
+            let job = Job {
+                ctx,
+                stream: &stream,
+                o,
+                data: &data,
+                reference: reference.as_ref(),
+                spinner: spinner.as_ref(),
+                printer: &printer,
+            };
+            let group_start = rows.len();
+            for (info, configs) in &members {
+                for &config in &configs[..first_phase(configs)] {
+                    if let Some(why) = job.run(info, config, &mut rows) {
+                        fatal = Some(why);
+                        break 'shapes;
                     }
-                    Err(Failure::Device(why)) => {
-                        fatal = Some(why.clone());
-                        Outcome::Failed(format!("device failure: {why}"))
-                    }
-                };
-                let row = Row {
-                    info,
-                    extents: e,
-                    split_k: slices,
-                    outcome,
-                };
-                printer.print(&row);
-                rows.push(row);
-                if fatal.is_some() {
-                    break 'shapes;
                 }
+            }
+            let Some(n) = o.tuning_top else { continue };
+            let top = fastest_kernels(&rows[group_start..], n);
+            let mut reruns = 0;
+            for info in &top {
+                let Some((_, configs)) = members.iter().find(|(k, _)| std::ptr::eq(*k, *info)) else {
+                    continue;
+                };
+                for &config in &configs[1..] {
+                    reruns += 1;
+                    if let Some(why) = job.run(info, config, &mut rows) {
+                        fatal = Some(why);
+                        break 'shapes;
+                    }
+                }
+            }
+            if o.json {
+                let names: Vec<&str> = top.iter().map(|k| k.rust_name).collect();
+                eprintln!(
+                    "    {e} {}: {reruns} more run(s) of the fastest {}",
+                    types.layout_letters(),
+                    names.join(", ")
+                );
             }
         }
     }
@@ -917,9 +1165,15 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
         .count();
     let verified = rows.iter().filter(|r| r.verified()).count();
     eprintln!(
-        "profiler: {} row(s): {ran} ran, {verified} verified, {failures} failed{}",
+        "profiler: {} row(s): {ran} ran, {verified} verified, {failures} failed{}{} in {:.0} s",
         rows.len(),
-        if o.verify { "" } else { " (verification off)" }
+        if o.verify { "" } else { " (verification off)" },
+        if not_run > 0 {
+            format!("; {not_run} shape(s) not run (--max-seconds-total)")
+        } else {
+            String::new()
+        },
+        started.elapsed().as_secs_f64()
     );
     if let Some(why) = &fatal {
         eprintln!("profiler: stopped after a device failure, which leaves the CUDA context unusable: {why}");
@@ -957,6 +1211,9 @@ fn main() -> ExitCode {
         common::out(USAGE);
         return ExitCode::SUCCESS;
     }
+    // The 3xTF32 split of big problems needs more scratch than the workspace cache keeps by
+    // default; keep it between launches so that timing measures kernels, not allocations.
+    cutlass_aot::workspace::set_cache_limit(usize::MAX);
     if o.list {
         return match list_kernels(&mut std::io::stdout().lock()) {
             Ok(()) => ExitCode::SUCCESS,
@@ -1048,6 +1305,64 @@ mod tests {
     }
 
     #[test]
+    fn issue12_sweeps() {
+        let all = sweep("issue12").unwrap();
+        // 6 squares, 6 M x 14 projections, 4 x 4 K-heavy, 4 x 3 batched, 6 ragged; all distinct.
+        assert_eq!(all.len(), 6 + 6 * 14 + 16 + 12 + 6);
+        let distinct: std::collections::HashSet<_> = all.iter().collect();
+        assert_eq!(distinct.len(), all.len());
+        for square in [1024, 2048, 3072, 4096, 6144, 8192] {
+            assert!(all.contains(&e(square, square, square, 1)), "{square}");
+        }
+        // Each model's projections, at every M.
+        for (n, k) in [
+            (11008, 4096),
+            (28672, 8192),
+            (4096, 14336),
+            (7168, 18432),
+            (2048, 7168),
+        ] {
+            for m in [1, 16, 64, 128, 512, 2048] {
+                assert!(all.contains(&e(m, n, k, 1)), "{m}x{n}x{k}");
+            }
+        }
+        assert!(all.contains(&e(256, 256, 32768, 1)) && all.contains(&e(1536, 1536, 8192, 1)));
+        assert!(all.contains(&e(64, 64, 64, 256)) && all.contains(&e(512, 512, 512, 16)));
+        assert!(all.contains(&e(777, 1024, 1536, 1)) && all.contains(&e(3000, 5000, 2048, 1)));
+        // N and K multiples of 8 (16-byte alignment of the default kernels' row-major A and C and
+        // column-major B); M is free.
+        for s in &all {
+            assert!(s.n % 8 == 0 && s.k % 8 == 0, "{s}");
+        }
+        assert!(all.iter().any(|s| s.m % 8 != 0), "a ragged M");
+
+        let transposed = sweep("issue12_small_m_transposed").unwrap();
+        assert_eq!(transposed.len(), 4 * 14 + 6);
+        assert!(transposed.contains(&e(4096, 1, 4096, 1)));
+        assert!(transposed.contains(&e(28672, 16, 8192, 1)));
+        assert!(transposed.contains(&e(7168, 128, 18432, 1)));
+        assert!(transposed.contains(&e(128, 128, 128, 64)));
+        for s in &transposed {
+            assert!(s.n <= 128, "{s}");
+            assert!(all.contains(&e(s.n, s.m, s.k, s.batch)), "{s}");
+        }
+
+        let quick = sweep("issue12_quick").unwrap();
+        assert_eq!(quick.len(), 25);
+        let distinct: std::collections::HashSet<_> = quick.iter().collect();
+        assert_eq!(distinct.len(), 25);
+        for s in &quick {
+            assert!(all.contains(s), "{s} is an issue12 shape");
+        }
+        // Every category: squares, M = 1 and 2048 projections, K-heavy, batched, ragged.
+        assert!(quick.contains(&e(8192, 8192, 8192, 1)));
+        assert!(quick.iter().any(|s| s.m == 1) && quick.iter().any(|s| s.m == 2048));
+        assert!(quick.iter().any(|s| s.k >= 16 * s.m.max(s.n) && s.batch == 1));
+        assert!(quick.iter().any(|s| s.batch > 1));
+        assert!(quick.iter().any(|s| s.m % 8 != 0));
+    }
+
+    #[test]
     fn options() {
         let o = parse_args(&[]).unwrap();
         assert_eq!(o.dtypes, Some(vec!["bf16".to_string()]));
@@ -1058,6 +1373,11 @@ mod tests {
         );
         assert_eq!(o.shapes, sweep("smoke").unwrap());
         assert_eq!((o.split_k, o.c_dtypes), (vec![1], None));
+        assert_eq!(
+            (o.rasters, o.swizzles, o.tuning_top),
+            (vec![Raster::Heuristic], vec![0], None)
+        );
+        assert_eq!(o.max_seconds_total, None);
 
         let o = parse_args(&args(
             "--dtype f32_3xtf32,tf32,f32_fastf16,f32_fastbf16,s8 --c-dtype s8,s32,f32 --split-k 1,2,4,2,16",
@@ -1109,10 +1429,132 @@ mod tests {
             "--split-k 0",
             "--split-k 2,x",
             "--split-k ,",
+            "--raster x",
+            "--raster auto,M",
+            "--raster ,",
+            "--raster",
+            "--swizzle 3",
+            "--swizzle 0,16",
+            "--swizzle -1",
+            "--swizzle ,",
+            "--tuning-top 0",
+            "--tuning-top two",
+            "--tuning-top",
+            "--max-seconds-total 0",
+            "--max-seconds-total x",
         ] {
             assert!(parse_args(&args(bad)).is_err(), "{bad}");
         }
         assert_eq!(parse_args(&args("--iters 0")).unwrap().iters, 1);
+    }
+
+    #[test]
+    fn tuning_options() {
+        let o = parse_args(&args(
+            "--raster n,auto,m,n --swizzle 8,0,2,8 --tuning-top 3 --max-seconds-total 420",
+        ))
+        .unwrap();
+        assert_eq!(
+            o.rasters,
+            vec![Raster::AlongN, Raster::Heuristic, Raster::AlongM],
+            "in order, repeats dropped"
+        );
+        assert_eq!(o.swizzles, vec![8, 0, 2]);
+        assert_eq!((o.tuning_top, o.max_seconds_total), (Some(3), Some(420.0)));
+        let o = parse_args(&args("--tuning-top 2 --tuning-top all")).unwrap();
+        assert_eq!(o.tuning_top, None);
+        for (name, raster) in [
+            ("auto", Raster::Heuristic),
+            ("m", Raster::AlongM),
+            ("n", Raster::AlongN),
+        ] {
+            assert_eq!(parse_raster(name), Some(raster));
+            assert_eq!(raster_name(raster), name);
+        }
+    }
+
+    #[test]
+    fn configurations() {
+        let three = REGISTRY.all().iter().copied().find(|k| tunable(k));
+        let two = REGISTRY.all().iter().copied().find(|k| !tunable(k));
+        let o = parse_args(&args("--split-k 1,4 --raster auto,n --swizzle 0,8")).unwrap();
+        if let Some(k) = three {
+            let c = configs(&o, k);
+            // 2 split-K counts x 2 rasters x 2 swizzles, the first of each list first.
+            assert_eq!(c.len(), 8);
+            assert_eq!(
+                c[0],
+                Config {
+                    slices: 1,
+                    tuning: Tuning::default()
+                }
+            );
+            assert_eq!(
+                c[1].tuning,
+                Tuning {
+                    raster: Raster::Heuristic,
+                    max_swizzle: 8
+                }
+            );
+            assert_eq!(
+                c[7],
+                Config {
+                    slices: 4,
+                    tuning: Tuning {
+                        raster: Raster::AlongN,
+                        max_swizzle: 8
+                    }
+                }
+            );
+            assert_eq!(configs(&parse_args(&[]).unwrap(), k).len(), 1);
+        }
+        if let Some(k) = two {
+            // 2.x kernels ignore the tuning: once per split-K count, with the default.
+            let c = configs(&o, k);
+            assert_eq!(c.iter().map(|c| c.slices).collect::<Vec<_>>(), [1, 4]);
+            assert!(c.iter().all(|c| c.tuning == Tuning::default()));
+        }
+    }
+
+    #[test]
+    fn fastest_kernels_rank_good_rows_once_per_kernel() {
+        let all = REGISTRY.all();
+        let (a, b, c) = (all[0], all[1], all[2]);
+        let shape = e(1024, 1024, 1024, 1);
+        let rows = vec![
+            ran(a, shape, 30.0, 1e-4),
+            ran(b, shape, 10.0, 1e-4),
+            ran(c, shape, 5.0, 1.0), // failed verification: not ranked
+            ran_tuned(
+                b,
+                shape,
+                1,
+                Tuning {
+                    raster: Raster::AlongM,
+                    max_swizzle: 2,
+                },
+                9.0,
+                1e-4,
+            ),
+            Row {
+                info: c,
+                extents: shape,
+                split_k: 1,
+                tuning: Tuning::default(),
+                outcome: Outcome::Failed("boom".into()),
+            },
+        ];
+        let names = |ks: Vec<&'static KernelInfo>| ks.iter().map(|k| k.rust_name).collect::<Vec<_>>();
+        assert_eq!(names(fastest_kernels(&rows, 1)), [b.rust_name]);
+        assert_eq!(names(fastest_kernels(&rows, 2)), [b.rust_name, a.rust_name]);
+        assert_eq!(names(fastest_kernels(&rows, 5)), [b.rust_name, a.rust_name]);
+        assert!(fastest_kernels(&[], 3).is_empty());
+        // Without verification a row that ran counts.
+        let mut unverified = ran(c, shape, 1.0, 1e-4);
+        if let Outcome::Ran(m) = &mut unverified.outcome {
+            m.check = None;
+        }
+        assert_eq!(names(fastest_kernels(&[unverified], 1)), [c.rust_name]);
     }
 
     #[test]
@@ -1172,6 +1614,17 @@ mod tests {
         us: f64,
         rel_error: f64,
     ) -> Row {
+        ran_tuned(info, extents, split_k, Tuning::default(), us, rel_error)
+    }
+
+    fn ran_tuned(
+        info: &'static KernelInfo,
+        extents: Extents,
+        split_k: usize,
+        tuning: Tuning,
+        us: f64,
+        rel_error: f64,
+    ) -> Row {
         let check = Check {
             samples: 260,
             rel_error,
@@ -1183,6 +1636,7 @@ mod tests {
             info,
             extents,
             split_k,
+            tuning,
             outcome: Outcome::Ran(Measured {
                 timing: Timing {
                     median_us: us,
@@ -1214,11 +1668,19 @@ mod tests {
         let twin = all[1..].iter().copied().find(|k| Types::of(k) == Types::of(k0));
         let big = e(4096, 4096, 4096, 1);
         let small = e(128, 128, 64, 2);
+        let deep = e(64, 64, 8192, 1);
+        let tuned = Tuning {
+            raster: Raster::AlongN,
+            max_swizzle: 4,
+        };
         let mut rows = vec![
             ran(k0, big, 300.0, 1e-4),
-            ran(k0, small, 5.0, 1.0),           // failed verification: not eligible
-            ran_split(k0, big, 4, 100.0, 1e-4), // split-K: the table has no slice column
-            ran_split(k0, e(64, 64, 8192, 1), 8, 9.0, 1e-4),
+            ran(k0, small, 5.0, 1.0), // failed verification: not eligible
+            ran_tuned(k0, big, 1, tuned, 280.0, 1e-4), // a tuning wins
+            ran_tuned(k0, big, 2, Tuning::default(), 290.0, 1e-4), // split-K rows compete too
+            ran_split(k0, deep, 8, 9.0, 1e-4),
+            ran_split(k0, deep, 1, 12.0, 1e-4),
+            ran_tuned(k0, deep, 4, tuned, 9.0, 1e-4), // a tie: the first measured stays
         ];
         if let Some(t) = twin {
             rows.push(ran(t, big, 250.0, 1e-4));
@@ -1227,6 +1689,7 @@ mod tests {
             info: k0,
             extents: e(1, 1, 1, 1),
             split_k: 1,
+            tuning: Tuning::default(),
             outcome: Outcome::Failed("boom".into()),
         });
         let tsv = dispatch_tsv(&run_info(), &rows);
@@ -1234,25 +1697,104 @@ mod tests {
         assert_eq!(lines[0], "# cutlass-aot dispatch table");
         assert_eq!(lines[1], "# device: NVIDIA H100 80GB HBM3");
         assert_eq!(lines[2], "# date: 2026-11-22");
-        assert_eq!(lines[3], "# columns: a b c layout m n k batch kernel us");
-        assert_eq!(lines.len(), 5, "{tsv}");
-        let fields: Vec<&str> = lines[4].split('\t').collect();
-        let best = twin.map_or((k0.name, "300.00"), |t| (t.name, "250.00"));
         assert_eq!(
-            fields,
-            vec![
-                k0.element_a.manifest_name(),
-                k0.element_b.manifest_name(),
-                k0.element_c.manifest_name(),
-                common::layout_abc(k0).as_str(),
-                "4096",
-                "4096",
-                "4096",
+            lines[3],
+            "# columns: a b c layout m n k batch kernel split_k raster swizzle us"
+        );
+        assert_eq!(lines.len(), 6, "{tsv}");
+        let types = [
+            k0.gemm().a.element.manifest_name(),
+            k0.gemm().b.element.manifest_name(),
+            k0.gemm().c.element.manifest_name(),
+        ];
+        let layout = common::layout_abc(k0);
+        // Sorted by types, layout, then shape: 64x64x8192 before 4096^3.
+        let deep_fields: Vec<&str> = lines[4].split('\t').collect();
+        assert_eq!(
+            deep_fields,
+            [
+                types[0],
+                types[1],
+                types[2],
+                layout.as_str(),
+                "64",
+                "64",
+                "8192",
                 "1",
-                best.0,
-                best.1,
+                k0.name,
+                "8",
+                "auto",
+                "0",
+                "9.00"
             ]
         );
+        let fields: Vec<&str> = lines[5].split('\t').collect();
+        let best = match twin {
+            Some(t) => [t.name, "1", "auto", "0", "250.00"],
+            None => [k0.name, "1", "n", "4", "280.00"],
+        };
+        assert_eq!(fields.len(), 13);
+        assert_eq!(
+            fields[..8],
+            [
+                types[0],
+                types[1],
+                types[2],
+                layout.as_str(),
+                "4096",
+                "4096",
+                "4096",
+                "1"
+            ]
+        );
+        assert_eq!(fields[8..], best);
+        // Without a twin the tuned row wins over the default one.
+        let tsv = dispatch_tsv(&run_info(), &rows[..3]);
+        let last: Vec<&str> = tsv.lines().last().unwrap().split('\t').collect();
+        assert_eq!(last[8..], [k0.name, "1", "n", "4", "280.00"]);
+        // Nothing verified: only the header.
+        assert_eq!(dispatch_tsv(&run_info(), &rows[1..2]).lines().count(), 4);
+    }
+
+    /// What the profiler writes, the build reads: every row has 13 fields in the parser's
+    /// spellings (`raster` auto/m/n, `swizzle` 0/1/2/4/8, positive `split_k`).
+    #[test]
+    fn dispatch_rows_use_the_table_spellings() {
+        let k0 = REGISTRY.all()[0];
+        let mut rows = Vec::new();
+        for (i, raster) in [Raster::Heuristic, Raster::AlongM, Raster::AlongN]
+            .into_iter()
+            .enumerate()
+        {
+            for (j, max_swizzle) in SWIZZLES.into_iter().enumerate() {
+                let shape = e(256 * (i + 1), 256 * (j + 1), 512, 1);
+                rows.push(ran_tuned(
+                    k0,
+                    shape,
+                    1 + j,
+                    Tuning { raster, max_swizzle },
+                    10.0,
+                    1e-4,
+                ));
+            }
+        }
+        let tsv = dispatch_tsv(&run_info(), &rows);
+        let body: Vec<Vec<&str>> = tsv
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split('\t').collect())
+            .collect();
+        assert_eq!(body.len(), 15);
+        let mut seen = std::collections::HashSet::new();
+        for fields in &body {
+            assert_eq!(fields.len(), 13, "{fields:?}");
+            assert!(parse_raster(fields[10]).is_some(), "{fields:?}");
+            let swizzle: u32 = fields[11].parse().unwrap();
+            assert!(SWIZZLES.contains(&swizzle));
+            assert!(fields[9].parse::<usize>().unwrap() >= 1);
+            seen.insert((fields[10], fields[11]));
+        }
+        assert_eq!(seen.len(), 15, "every raster and swizzle is written as measured");
     }
 
     #[test]
@@ -1271,8 +1813,9 @@ mod tests {
             format!("\"layout\": \"{}\"", common::layout_ab(k0)),
             "\"epilogue\": \"linear_combination\"".to_string(),
             "\"m\": 4096, \"n\": 4096, \"k\": 4096, \"batch\": 1, \"split_k\": 1".to_string(),
-            format!("\"split_k_mode\": \"{}\"", k0.split_k),
-            format!("\"math\": \"{}\"", k0.math),
+            "\"raster\": \"auto\", \"swizzle\": 0, \"warmup\": 5".to_string(),
+            format!("\"split_k_mode\": \"{}\"", k0.design.split_k()),
+            format!("\"math\": \"{}\"", k0.gemm().math),
             "\"ours_us\": 200.00".to_string(),
             "\"ours_tflops\": 687.2".to_string(),
             "\"verified\": true, \"rel_error\": 1.500e-4, \"max_abs_error\": 1.500e-3".to_string(),
@@ -1290,6 +1833,7 @@ mod tests {
             info: k0,
             extents: e(16, 16, 16, 1),
             split_k: 1,
+            tuning: Tuning::default(),
             outcome: Outcome::Failed("CUTLASS said \"no\"\n".into()),
         };
         let json = json_row(&failed, &run);
@@ -1299,14 +1843,30 @@ mod tests {
         );
         assert!(!json.contains("ours_us"));
 
+        let tuned = Tuning {
+            raster: Raster::AlongM,
+            max_swizzle: 8,
+        };
+        let json = json_row(
+            &ran_tuned(k0, e(8192, 8192, 8192, 1), 1, tuned, 1500.0, 1e-4),
+            &run,
+        );
+        assert!(json.contains("\"raster\": \"m\", \"swizzle\": 8"), "{json}");
+
         let width = 20;
-        assert!(table_header(width).contains(" split "));
+        assert!(table_header(width).contains(" split tuning "));
         let line = table_row(&row, width);
         assert!(line.contains(" 4096     1 "), "{line}");
         assert!(
             line.contains("200.00") && line.contains("687.2") && line.contains("yes (1.5e-4)"),
             "{line}"
         );
+        // 3.x kernels show their tuning, 2.x kernels a dash (they ignore it).
+        for info in REGISTRY.all().iter().copied().take(40) {
+            let line = table_row(&ran_tuned(info, e(64, 64, 64, 1), 1, tuned, 1.0, 1e-4), width);
+            let expected = if tunable(info) { " m/8 " } else { "     - " };
+            assert!(line.contains(expected), "{line}");
+        }
         let line = table_row(&failed, width);
         assert!(line.contains("ERROR: CUTLASS said"), "{line}");
         let bad = ran(k0, e(8, 8, 8, 1), 3.0, 0.5);

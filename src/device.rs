@@ -42,6 +42,8 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
 /// What launches need to know about a device, read once per context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceProps {
+    /// The driver's name of the device (`NVIDIA H100 80GB HBM3`).
+    pub name: &'static str,
     pub multiprocessors: u32,
     /// `major * 10 + minor`.
     pub compute_capability: u32,
@@ -63,6 +65,7 @@ pub fn props(ctx: &Arc<CudaContext>) -> Result<DeviceProps, Error> {
     };
     use CUdevice_attribute::*;
     let props = DeviceProps {
+        name: interned_name(ctx)?,
         multiprocessors: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
         compute_capability: (attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? * 10
             + attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?) as u32,
@@ -71,4 +74,19 @@ pub fn props(ctx: &Arc<CudaContext>) -> Result<DeviceProps, Error> {
     };
     PROPS.lock().unwrap().push((key, props));
     Ok(props)
+}
+
+/// Device names, leaked once per distinct name (a handful per process) so that `DeviceProps` stays
+/// `Copy`.
+static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+fn interned_name(ctx: &Arc<CudaContext>) -> Result<&'static str, Error> {
+    let name = ctx.name().map_err(Error::driver("reading the device name"))?;
+    let mut names = NAMES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(known) = names.iter().find(|n| **n == name) {
+        return Ok(known);
+    }
+    let leaked: &'static str = Box::leak(name.into_boxed_str());
+    names.push(leaked);
+    Ok(leaked)
 }

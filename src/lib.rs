@@ -43,10 +43,11 @@ mod launch;
 mod matrix;
 mod params;
 mod registry;
+mod support;
 pub mod tma;
 mod types;
 pub mod verify;
-mod workspace;
+pub mod workspace;
 
 pub use cudarc;
 pub use cudarc::driver::{CudaSlice, CudaStream};
@@ -66,6 +67,7 @@ pub use registry::Registry;
 pub use types::{
     ColumnInterleaved32, ColumnMajor, Element, LayoutTag, RowInterleaved32, RowMajor, Scalar, F8E4M3, F8E5M2,
 };
+pub use workspace::Workspace;
 
 /// The kernels of this crate's `kernel_manifest.yaml`: one module per kernel, plus `REGISTRY`.
 pub mod kernels {

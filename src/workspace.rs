@@ -1,18 +1,28 @@
-//! Device workspace for kernels that need one (stream-K tile schedulers, split-K), one
-//! buffer per (context, stream), grown on demand and reused by every later launch on that stream.
+//! Device workspace for launches that need scratch memory (stream-K tile schedulers, split-K,
+//! operands staged by dispatch, the 3xTF32 split).
 //!
-//! Kernels on one stream run in order, so one buffer per stream is never used by two kernels at
-//! once. A buffer is replaced only while the cache lock is held, and callers keep the lock from
-//! building Params (which embed the address) until the launch is enqueued: a growth on another
-//! thread cannot free memory an earlier launch was handed without that launch being ordered first.
-//! The old buffer is freed stream-ordered (`cuMemFreeAsync` on the same stream), after the kernels
-//! already enqueued there. Buffers live until the process ends: a few MiB per stream for stream-K
-//! and serial split-K, but parallel split-K keeps slices × m × n partial sums (64 MiB for 16 slices
-//! of a 1024×1024 f32 problem).
+//! Two sources:
+//! * **A caller's [`Workspace`]**: device memory the caller owns and lends to one launch at a time
+//!   (the CUTLASS API's explicit workspace); `dispatch::workspace_bytes` says how much a problem
+//!   needs. Nothing is cached.
+//! * **The per-stream cache** (the default): one buffer per (context, stream), grown on demand and
+//!   reused by every later launch on that stream. Kernels on one stream run in order, so one buffer
+//!   per stream is never used by two kernels at once. A buffer is replaced only while the cache
+//!   lock is held, and callers keep the lock from building Params (which embed the address) until
+//!   the launch is enqueued: a growth on another thread cannot free memory an earlier launch was
+//!   handed without that launch being ordered first. Old buffers are freed stream-ordered
+//!   (`cuMemFreeAsync` on their stream, after the kernels already enqueued there).
+//!
+//! The cache is bounded: a buffer larger than [`cache_limit`] (default 256 MiB, see
+//! [`set_cache_limit`]) is freed, stream-ordered, as soon as the launch that needed it is enqueued,
+//! so one huge launch does not pin its memory for the life of the process. [`release`] frees a
+//! stream's buffer (call it before destroying a stream that ran kernels needing a workspace) and
+//! [`release_all`] every buffer.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use cudarc::driver::{result, sys, CudaStream};
+use cudarc::driver::{result, sys, CudaSlice, CudaStream, DevicePtr};
 
 use crate::error::Error;
 
@@ -25,8 +35,144 @@ struct StreamWorkspace {
 
 static WORKSPACES: Mutex<Vec<StreamWorkspace>> = Mutex::new(Vec::new());
 
-/// The workspace cache, locked for one launch.
+static CACHE_LIMIT: AtomicUsize = AtomicUsize::new(256 << 20);
+
+/// The largest buffer the per-stream cache keeps after a launch, in bytes.
+pub fn cache_limit() -> usize {
+    CACHE_LIMIT.load(Ordering::Relaxed)
+}
+
+/// Sets [`cache_limit`]. Buffers above it are freed (stream-ordered) after the next launch that
+/// uses the cache; 0 keeps nothing.
+pub fn set_cache_limit(bytes: usize) {
+    CACHE_LIMIT.store(bytes, Ordering::Relaxed);
+}
+
+/// Bytes held by the cache now (all streams), for monitoring.
+pub fn cached_bytes() -> usize {
+    WORKSPACES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .iter()
+        .map(|w| w.bytes)
+        .sum()
+}
+
+/// Frees `stream`'s cached workspace, stream-ordered (after the kernels enqueued on it). Call it
+/// before destroying a stream that ran kernels needing a workspace: the cache cannot tell that a
+/// stream is gone.
+pub fn release(stream: &CudaStream) -> Result<(), Error> {
+    let key = key(stream);
+    let mut cache = lock();
+    let Some(index) = cache.0.iter().position(|w| (w.context, w.stream) == key) else {
+        return Ok(());
+    };
+    let old = cache.0.swap_remove(index);
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(Error::driver("binding the context"))?;
+    // SAFETY: the buffer was allocated on this stream; the free is ordered after its kernels.
+    unsafe { result::free_async(old.address, stream.cu_stream()) }
+        .map_err(Error::driver("freeing a cached workspace"))
+}
+
+/// Frees every cached workspace, stream-ordered (each on its own stream, whose context must still
+/// exist).
+pub fn release_all() -> Result<(), Error> {
+    let mut cache = lock();
+    cache.free_where(|_| true)
+}
+
+/// Device memory a caller lends to launches (see the module docs): owned by the caller, reused
+/// across launches on one stream, freed when dropped.
+#[derive(Debug)]
+pub struct Workspace {
+    buffer: CudaSlice<u8>,
+}
+
+impl Workspace {
+    /// A workspace of `bytes` bytes on `stream`'s device.
+    pub fn new(stream: &std::sync::Arc<CudaStream>, bytes: usize) -> Result<Self, Error> {
+        // SAFETY: the memory is only handed to kernels as scratch space; nothing reads it first.
+        let buffer =
+            unsafe { stream.alloc::<u8>(bytes.max(1)) }.map_err(Error::driver("allocating a workspace"))?;
+        Ok(Workspace { buffer })
+    }
+
+    /// Its size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// (device address, bytes) for a launch on `stream` (which orders itself after the buffer's
+    /// earlier uses through cudarc's event tracking).
+    pub(crate) fn lend(&mut self, stream: &CudaStream) -> (u64, usize) {
+        let (address, _guard) = self.buffer.device_ptr(stream);
+        (address, self.buffer.len())
+    }
+}
+
+/// Where a launch's scratch memory comes from.
+pub(crate) enum Scratch<'w> {
+    /// The per-stream cache, locked for the launch.
+    Cached(Workspaces),
+    /// A caller's workspace: (address, bytes); never grown.
+    Lent(u64, usize, std::marker::PhantomData<&'w mut Workspace>),
+}
+
+impl<'w> Scratch<'w> {
+    /// The caller's workspace if one is given, else the locked cache.
+    pub(crate) fn of(stream: &CudaStream, lent: Option<&'w mut Workspace>) -> Self {
+        match lent {
+            Some(w) => {
+                let (address, bytes) = w.lend(stream);
+                Scratch::Lent(address, bytes, std::marker::PhantomData)
+            }
+            None => Scratch::Cached(lock()),
+        }
+    }
+
+    /// The current (address, bytes); (0, 0) when the cache has nothing for `stream` yet.
+    pub(crate) fn current(&self, stream: &CudaStream) -> (sys::CUdeviceptr, usize) {
+        match self {
+            Scratch::Cached(cache) => cache.current(stream),
+            Scratch::Lent(address, bytes, _) => (*address, *bytes),
+        }
+    }
+
+    /// At least `bytes` of scratch: the cache grows; a caller's workspace that is too small is an
+    /// error saying how much is needed.
+    pub(crate) fn at_least(
+        &mut self,
+        stream: &CudaStream,
+        bytes: usize,
+    ) -> Result<(sys::CUdeviceptr, usize), Error> {
+        match self {
+            Scratch::Cached(cache) => cache.at_least(stream, bytes),
+            Scratch::Lent(address, have, _) if *have >= bytes => Ok((*address, *have)),
+            Scratch::Lent(_, have, _) => Err(Error::invalid(
+                "workspace",
+                format!(
+                    "this launch needs {bytes} bytes of workspace but the Workspace given has {have}; \
+                     create one of at least {bytes} bytes (dispatch::workspace_bytes tells in advance)"
+                ),
+            )),
+        }
+    }
+}
+
+/// The workspace cache, locked for one launch; on drop, buffers over [`cache_limit`] are freed
+/// (stream-ordered, after the launch just enqueued).
 pub(crate) struct Workspaces(MutexGuard<'static, Vec<StreamWorkspace>>);
+
+impl Drop for Workspaces {
+    fn drop(&mut self) {
+        let limit = cache_limit();
+        // A failure to free leaks the buffer; it cannot be reported from here.
+        let _ = self.free_where(|w| w.bytes > limit);
+    }
+}
 
 /// Locks the cache (the guard must live until the kernel is enqueued).
 pub(crate) fn lock() -> Workspaces {
@@ -77,6 +223,28 @@ impl Workspaces {
             None => self.0.push(fresh),
         }
         Ok((address, bytes))
+    }
+}
+
+impl Workspaces {
+    /// Frees (stream-ordered) and forgets every buffer `which` selects.
+    fn free_where(&mut self, which: impl Fn(&StreamWorkspace) -> bool) -> Result<(), Error> {
+        let mut first_error = Ok(());
+        let mut index = 0;
+        while index < self.0.len() {
+            if !which(&self.0[index]) {
+                index += 1;
+                continue;
+            }
+            let old = self.0.swap_remove(index);
+            // SAFETY: the buffer was allocated on this stream; the free is ordered after the
+            // kernels enqueued there. The stream handle is the one the buffer was cached under.
+            let freed = unsafe { result::free_async(old.address, old.stream as sys::CUstream) };
+            if let (Err(e), Ok(())) = (freed, &first_error) {
+                first_error = Err(Error::driver("freeing a cached workspace")(e));
+            }
+        }
+        first_error
     }
 }
 

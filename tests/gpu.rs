@@ -14,6 +14,7 @@ use cutlass_aot::model::{
     Activation, Api, AuxInput, AuxOutput, Broadcast, DType, Epilogue, Layout, Reduction, SplitK,
 };
 use cutlass_aot::verify::{self, HostFusion, HostMatrix};
+use cutlass_aot::verify::{is_poison, poison};
 use cutlass_aot::{
     device, FusionOperands, Gemm, GemmOperands, KernelInfo, MatrixMut, MatrixRef, MatrixShape, Operand,
     VectorOperand,
@@ -174,24 +175,6 @@ fn extent_multiple(info: &KernelInfo) -> usize {
 
 fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
-}
-
-/// The value an output is filled with before a launch, to catch unwritten or stray elements: NaN
-/// for floating-point types, a value no test result takes for integers.
-fn poison(dtype: DType) -> f64 {
-    if dtype.is_integer() {
-        -101.0
-    } else {
-        f64::NAN
-    }
-}
-
-fn is_poison(dtype: DType, v: f64) -> bool {
-    if dtype.is_integer() {
-        v == poison(dtype)
-    } else {
-        v.is_nan()
-    }
 }
 
 /// A host matrix of `rows × cols` (× batch) in `layout`, ld padded by `pad` alignment units,
@@ -686,7 +669,9 @@ fn dispatch_bf16_tn(
         None,
         MatrixMut::<_, cutlass_aot::RowMajor>::new(&mut d, m, n),
         1.0,
-    )?;
+    )?
+    .kernel
+    .ok_or("dispatch launched nothing for a non-empty problem")?;
     let out: Vec<f64> = stream
         .clone_dtoh(&d)
         .map_err(|e| e.to_string())?

@@ -353,6 +353,7 @@ fn grouped_kernels_run_only_on_their_architecture() {
     for info in grouped_kernels() {
         let groups = group_operands(info, RAGGED);
         let a100 = cutlass_aot::device::DeviceProps {
+            name: "NVIDIA A100-SXM4-80GB",
             compute_capability: 80,
             ..H100
         };

@@ -159,7 +159,8 @@ fn discovery_filters_on_split_k_and_math() {
         .get_kernels(&p, |k| k.gemm().math == MathOp::MultiplyAddFastF32)
         .map(|k| k.rust_name)
         .collect();
-    assert_eq!(fast, ["gemm_f32_3xtf32_tn"]);
+    // 3xTF32: CUTLASS's sm80 mainloop, and the Hopper TF32 kernel fed split operands.
+    assert_eq!(fast, ["f32_3xtf32_sm90_tn", "gemm_f32_3xtf32_tn"]);
     let f16 = kernel("gemm_f16_tn");
     let parallel: Vec<_> = common::gemm_registry()
         .get_kernels(&problem(f16, 1024, 1024, 32768).split_k(8), |k| {

@@ -1263,6 +1263,7 @@ fn plan_rejects_misaligned_pointers() {
 fn plan_rejects_old_devices_and_odd_extents() {
     let info = kernel("gemm_f16_tn");
     let turing = DeviceProps {
+        name: "NVIDIA GeForce RTX 2080",
         compute_capability: 75,
         ..H100
     };

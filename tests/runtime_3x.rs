@@ -24,6 +24,7 @@ use cutlass_aot::{kernels, Error, GemmOperands, GemmProblem, KernelInfo, MatrixS
 
 /// An A100: runs the 2.x kernels, none of the 3.x ones.
 const A100: DeviceProps = DeviceProps {
+    name: "NVIDIA A100-SXM4-80GB",
     multiprocessors: 108,
     compute_capability: 80,
     max_shared_memory_per_block_optin: 166_912,
@@ -39,7 +40,7 @@ const COUNT_2X_MODES: usize = 12;
 
 /// The arch-90 kernels of `kernel_manifest.yaml`, in manifest order: a family expands in field
 /// order (`a`, then `tile`, then `cluster`), and the families follow one another.
-const MANIFEST_ORDER_3X: [&str; 23] = [
+const MANIFEST_ORDER_3X: [&str; 24] = [
     "f16_sm90_128x256x64_2x1x1_cooperative",
     "f16_sm90_128x256x64_1x2x1_cooperative",
     "f16_sm90_256x128x64_2x1x1_cooperative",
@@ -61,6 +62,7 @@ const MANIFEST_ORDER_3X: [&str; 23] = [
     "bf16_sm90_128x32x128_streamk_tnn",
     "bf16_sm90_128x64x128_streamk_tnn",
     "tf32_sm90_tn",
+    "f32_3xtf32_sm90_tn",
     "e4m3_sm90_tn",
     "s8_sm90_tn",
 ];
@@ -85,6 +87,8 @@ fn spec(rust_name: &str) -> Spec {
         "bf16" => (DType::Bf16, DType::Bf16, DType::F32),
         // `a: f32` on tensor cores: TF32.
         "tf32" => (DType::F32, DType::F32, DType::F32),
+        // 3xTF32 by splitting K: the same types.
+        "f32" => (DType::F32, DType::F32, DType::F32),
         // `c: bf16`; fp8 accumulates in f32.
         "e4m3" => (DType::E4m3, DType::Bf16, DType::F32),
         // `c: s32`; int8 accumulates in s32.
@@ -94,6 +98,9 @@ fn spec(rust_name: &str) -> Spec {
     let (tile, cluster, schedule, tile_scheduler) = match rust_name {
         n if n.ends_with("_tn") && n.starts_with("tf32") => {
             ([128, 128, 32], [2, 1, 1], Cooperative, Persistent)
+        }
+        n if n.ends_with("_tn") && n.starts_with("f32_3xtf32") => {
+            ([128, 256, 32], [2, 1, 1], Cooperative, Persistent)
         }
         n if n.ends_with("_tn") => ([128, 256, 128], [2, 1, 1], Cooperative, Persistent),
         n if n.ends_with("_streamk") => ([128, 128, 64], [1, 1, 1], Cooperative, StreamK),
@@ -530,6 +537,8 @@ fn registry_3x_metadata_follows_the_manifest() {
         let type_name = |t: DType| {
             if t == DType::F32 && s.a == DType::F32 && s.rust_name.starts_with("tf32") {
                 "tf32"
+            } else if t == DType::F32 && s.rust_name.starts_with("f32_3xtf32") {
+                "3xtf32"
             } else {
                 t.manifest_name()
             }
@@ -749,6 +758,7 @@ fn plan_accepts_3x_kernels_on_h100_only() {
         for device in [
             A100,
             DeviceProps {
+                name: "NVIDIA A100-SXM4-80GB",
                 compute_capability: 100,
                 ..H100
             },
@@ -1273,21 +1283,32 @@ fn heuristic_falls_back_to_2x_kernels_where_no_3x_kernel_fits() {
         ..bf16_tn(4096, 4096, 4096, 90)
     };
     assert_eq!(select(&tt).unwrap().0.rust_name, "gemm_bf16_tt");
-    // f32 row × column on Hopper: the 3.x TF32 kernel; on an A100 the 2.x one.
-    let tf32 = GemmProblem::new(
+    // f32 row × column: f32 accuracy by default, so CUTLASS's sm80 3xTF32 (also on Hopper: the
+    // Hopper kernel fed split operands is not f32-accurate, see gemm::split_tf32); TF32 only when
+    // the policy allows it.
+    let f32 = GemmProblem::new(
         (1024, 1024, 1024),
         (DType::F32, DType::F32, DType::F32),
         (Layout::Row, Layout::Column, Layout::Row),
     )
     .on_compute_capability(90);
-    assert_eq!(select(&tf32).unwrap().0.rust_name, "tf32_sm90_tn");
+    assert_eq!(select(&f32).unwrap().0.rust_name, "gemm_f32_3xtf32_tn");
     assert_eq!(
-        select(&tf32.clone().on_compute_capability(80))
+        select(&f32.clone().on_compute_capability(80))
             .unwrap()
             .0
             .rust_name,
-        "gemm_tf32_tn"
+        "gemm_f32_3xtf32_tn"
     );
+    let tf32 = dispatch::Policy { allow_tf32: true };
+    let pick = |p: &GemmProblem| {
+        dispatch::select_in(common::gemm_registry(), &EMPTY, p, 132, tf32)
+            .unwrap()
+            .0
+            .rust_name
+    };
+    assert_eq!(pick(&f32), "tf32_sm90_tn");
+    assert_eq!(pick(&f32.clone().on_compute_capability(80)), "gemm_tf32_tn");
 }
 
 #[test]
@@ -1304,8 +1325,13 @@ fn heuristic_explains_when_no_kernel_fits() {
             assert_eq!(kernel, "dispatch");
             assert_contains(
                 &message,
-                "no compiled kernel takes A e5m2 row-major, B e5m2 column-major, C/D bf16 row-major",
+                "no kernel of this build can run D = A·B (128x128x128, batch 1; A e5m2 row-major, B e5m2 column-major, C/D bf16 row-major)",
             );
+            // A handful of lines: each distinct reason once, with how many kernels it excludes.
+            assert!(message.lines().count() <= 15, "{message}");
+            assert_contains(&message, "A is e5m2 but the kernel takes");
+            assert_contains(&message, " kernels)");
+            assert_contains(&message, "nearest: ");
         }
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
@@ -1318,7 +1344,8 @@ fn heuristic_explains_when_no_kernel_fits() {
     .on_compute_capability(80);
     match select(&e4m3) {
         Err(Error::InvalidArgument { message, .. }) => {
-            assert_contains(&message, kernel("e4m3_sm90_tn").name);
+            assert!(message.lines().count() <= 15, "{message}");
+            assert_contains(&message, "nearest: e4m3_sm90_tn");
             assert_contains(&message, "sm_90a");
         }
         other => panic!("expected InvalidArgument, got {other:?}"),
@@ -1349,6 +1376,11 @@ static TABLE: Table = Table::new(
             k: 4096,
             batch: 1,
             kernel: &kernels::bf16_sm90_128x128x64_1x2x1_cooperative::INFO,
+            split_k: 1,
+            tuning: cutlass_aot::Tuning {
+                raster: cutlass_aot::Raster::Heuristic,
+                max_swizzle: 0,
+            },
             us: 200.0,
         },
         Entry {
@@ -1365,6 +1397,11 @@ static TABLE: Table = Table::new(
             k: 8192,
             batch: 1,
             kernel: &kernels::gemm_bf16_tn::INFO,
+            split_k: 1,
+            tuning: cutlass_aot::Tuning {
+                raster: cutlass_aot::Raster::Heuristic,
+                max_swizzle: 0,
+            },
             us: 50.0,
         },
     ],
@@ -1465,6 +1502,11 @@ static TIE: Table = Table::new(
             k: 4096,
             batch: 1,
             kernel: &kernels::f16_sm90_128x128x64_2x1x1_cooperative::INFO,
+            split_k: 1,
+            tuning: cutlass_aot::Tuning {
+                raster: cutlass_aot::Raster::Heuristic,
+                max_swizzle: 0,
+            },
             us: 90.0,
         },
         Entry {
@@ -1481,6 +1523,11 @@ static TIE: Table = Table::new(
             k: 4096,
             batch: 1,
             kernel: &kernels::f16_sm90_128x128x64_2x1x1_pingpong::INFO,
+            split_k: 1,
+            tuning: cutlass_aot::Tuning {
+                raster: cutlass_aot::Raster::Heuristic,
+                max_swizzle: 0,
+            },
             us: 400.0,
         },
     ],

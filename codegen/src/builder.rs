@@ -51,6 +51,10 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
         "cutlass_aot/grouped_3x.cuh",
         include_str!("../../cutlass_glue/include/cutlass_aot/grouped_3x.cuh"),
     ),
+    (
+        "cutlass_aot/support.cuh",
+        include_str!("../../cutlass_glue/include/cutlass_aot/support.cuh"),
+    ),
 ];
 
 /// Builds the kernels of one manifest into a crate.
@@ -61,7 +65,17 @@ pub struct Builder {
     sass_archs: Vec<u32>,
     kernels_per_unit: usize,
     library_name: Option<String>,
-    dispatch_table: Option<PathBuf>,
+    dispatch_tables: Vec<TableSource>,
+    support_kernels: bool,
+}
+
+/// Where measured dispatch tables come from, in the order they were given.
+#[derive(Clone, Debug)]
+enum TableSource {
+    /// One file.
+    File(PathBuf),
+    /// Every `*.tsv` file of a directory, sorted by name.
+    Directory(PathBuf),
 }
 
 /// What a build did.
@@ -128,15 +142,37 @@ impl Builder {
             sass_archs: vec![80, 90],
             kernels_per_unit: 4,
             library_name: None,
-            dispatch_table: None,
+            dispatch_tables: Vec::new(),
+            support_kernels: false,
         }
     }
 
     /// A measured dispatch table to embed (`cutlass_aot::dispatch`): the TSV the profiler writes
-    /// with `--dispatch-out` (relative paths are relative to the crate root). Without one, dispatch
-    /// uses its heuristic.
+    /// with `--dispatch-out` (relative paths are relative to the crate root). May be called
+    /// several times: every table is embedded (`DISPATCH_TABLES`, in the order given) and the
+    /// runtime picks the one measured on the device it runs on. Without one, dispatch uses its
+    /// heuristic.
     pub fn dispatch_table(&mut self, path: impl AsRef<Path>) -> &mut Self {
-        self.dispatch_table = Some(path.as_ref().to_path_buf());
+        self.dispatch_tables
+            .push(TableSource::File(path.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Every `*.tsv` file of `dir` as a dispatch table ([`Builder::dispatch_table`]), sorted by
+    /// file name; read when the build runs, so that a table added to the directory is picked up
+    /// (the build reruns when the directory or one of its tables changes). The directory must
+    /// exist; it may be empty.
+    pub fn dispatch_tables_in(&mut self, dir: impl AsRef<Path>) -> &mut Self {
+        self.dispatch_tables
+            .push(TableSource::Directory(dir.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Also builds the runtime's support kernels (`IMAGE_SUPPORT`: staging copies and the 3xTF32
+    /// split). Only the `cutlass-aot` crate itself needs them; a downstream crate's kernels use the
+    /// runtime's.
+    pub fn support_kernels(&mut self, yes: bool) -> &mut Self {
+        self.support_kernels = yes;
         self
     }
 
@@ -165,27 +201,73 @@ impl Builder {
         self
     }
 
-    fn read_dispatch_table(
+    /// The table files to read, in order: given files, then each directory's `*.tsv` files
+    /// sorted by name. Prints the cargo directives for what it reads.
+    fn dispatch_table_files(&self) -> Result<Vec<PathBuf>, BuildError> {
+        let mut files = Vec::new();
+        for source in &self.dispatch_tables {
+            match source {
+                TableSource::File(path) => files.push(path.clone()),
+                TableSource::Directory(dir) => {
+                    println!("cargo:rerun-if-changed={}", dir.display());
+                    files.extend(tsv_files_in(dir)?);
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    fn read_dispatch_tables(
         &self,
         kernels: &[crate::model::GemmKernel],
-    ) -> Result<dispatch_table::Table, BuildError> {
-        let Some(path) = &self.dispatch_table else {
-            return Ok(dispatch_table::Table::default());
-        };
-        println!("cargo:rerun-if-changed={}", path.display());
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BuildError::Io(format!("reading the dispatch table {}: {e}", path.display())))?;
-        let table = dispatch_table::parse(&text, &path.display().to_string(), kernels)
-            .map_err(|e| BuildError::Generate(format!("dispatch table: {e}")))?;
-        if !table.unknown_kernels.is_empty() {
-            println!(
-                "cargo:warning=cutlass-aot: {} row(s) of {} name kernels the manifest does not have and were dropped (re-run the profiler): {}",
-                table.unknown_kernels.len(),
-                path.display(),
-                table.unknown_kernels.join(", ")
-            );
+    ) -> Result<Vec<dispatch_table::Table>, BuildError> {
+        let mut tables = Vec::new();
+        let mut errors = Vec::new();
+        for path in self.dispatch_table_files()? {
+            println!("cargo:rerun-if-changed={}", path.display());
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| BuildError::Io(format!("reading the dispatch table {}: {e}", path.display())))?;
+            let table = match dispatch_table::parse(&text, &path.display().to_string(), kernels) {
+                Ok(table) => table,
+                Err(e) => {
+                    errors.push(e);
+                    continue;
+                }
+            };
+            if !table.unknown_kernels.is_empty() {
+                println!(
+                    "cargo:warning=cutlass-aot: {} row(s) of {} name kernels the manifest does not have and were dropped (re-run the profiler): {}",
+                    table.unknown_kernels.len(),
+                    path.display(),
+                    table.unknown_kernels.join(", ")
+                );
+            }
+            if table.device.is_empty() {
+                println!(
+                    "cargo:warning=cutlass-aot: the dispatch table {} has no `# device:` line; the runtime picks tables by device name, so it is never used",
+                    path.display()
+                );
+            } else if let Some(first) = tables
+                .iter()
+                .position(|t: &dispatch_table::Table| t.device == table.device)
+            {
+                println!(
+                    "cargo:warning=cutlass-aot: the dispatch table {} is the second one for {:?} (table {} of the list); the runtime uses the first",
+                    path.display(),
+                    table.device,
+                    first + 1
+                );
+            }
+            tables.push(table);
         }
-        Ok(table)
+        if errors.is_empty() {
+            Ok(tables)
+        } else {
+            Err(BuildError::Io(format!(
+                "invalid dispatch table:\n{}",
+                errors.join("\n")
+            )))
+        }
     }
 
     /// Runs the whole pipeline. Prints cargo directives; call from a build script.
@@ -224,7 +306,10 @@ impl Builder {
         let work = out_dir.join("cutlass_aot");
         let io = |what: &str, e: std::io::Error| BuildError::Io(format!("{what}: {e}"));
 
-        let units = emit_cpp::plan_units(&kernels, self.kernels_per_unit);
+        let mut units = emit_cpp::plan_units(&kernels, self.kernels_per_unit);
+        if self.support_kernels {
+            units.push(emit_cpp::support_unit());
+        }
         let with_kernels = !NO_NVCC_VARS
             .iter()
             .any(|v| env(v).is_some_and(|s| !s.is_empty() && s != "0"));
@@ -303,7 +388,7 @@ impl Builder {
             .manifest
             .file_name()
             .map_or_else(|| "manifest".into(), |n| n.to_string_lossy().into_owned());
-        let dispatch = self.read_dispatch_table(&kernels)?;
+        let dispatch = self.read_dispatch_tables(&kernels)?;
         let rust = emit_rust::generate(&label, &images, &kernels, &dispatch)
             .map_err(|e| BuildError::Generate(e.to_string()))?;
         let rust_file = work.join("kernels.rs");
@@ -320,6 +405,31 @@ impl Builder {
         println!("cargo:warning=cutlass-aot: {summary}");
         Ok(summary)
     }
+}
+
+/// The `*.tsv` files of `dir`, sorted by file name.
+fn tsv_files_in(dir: &Path) -> Result<Vec<PathBuf>, BuildError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        BuildError::Io(format!(
+            "reading the directory of dispatch tables {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| {
+            BuildError::Io(format!(
+                "reading the directory of dispatch tables {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let path = entry.path();
+        if path.extension().is_some_and(|x| x == "tsv") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    Ok(files)
 }
 
 /// The variable cargo sets for an enabled feature: `CARGO_FEATURE_` and the name in upper case,
@@ -366,5 +476,123 @@ pub fn run_build_script(builder: &Builder) -> BuildSummary {
             eprintln!("error: cutlass-aot build failed\n\n{error}");
             std::process::exit(1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh directory under the system's temporary directory.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cutlass-aot-builder-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn kernels() -> Vec<crate::model::GemmKernel> {
+        let yaml = "version: 1
+operations:
+  - kind: gemm
+    name: bf16_sm90_tn
+    arch: 90
+    a: bf16
+    layout_a: row
+    layout_b: column
+    tile: [128, 256, 64]
+    cluster: [2, 1, 1]
+    schedule: cooperative
+    epilogue_schedule: tma
+";
+        manifest::parse(yaml, "test.yaml").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn table_text(device: &str, kernel: &str, m: usize) -> String {
+        format!(
+            "# cutlass-aot dispatch table\n# device: {device}\n# date: 2026-11-24\n{}\n\
+             bf16\tbf16\tbf16\ttnt\t{m}\t4096\t4096\t1\t{kernel}\t1\tm\t8\t100.5\n",
+            dispatch_table::COLUMNS
+        )
+    }
+
+    #[test]
+    fn tables_accumulate_files_then_directories_sorted_by_name() {
+        let dir = scratch("tables");
+        let ks = kernels();
+        let name = &ks[0].name;
+        std::fs::write(dir.join("nvidia_h200.tsv"), table_text("NVIDIA H200", name, 2)).unwrap();
+        std::fs::write(
+            dir.join("nvidia_h100.tsv"),
+            table_text("NVIDIA H100 80GB HBM3", name, 1),
+        )
+        .unwrap();
+        // Not tables: other extensions and directories named *.tsv.
+        std::fs::write(dir.join("README.md"), "not a table").unwrap();
+        std::fs::write(dir.join("nvidia_a100.tsv.orig"), "not a table").unwrap();
+        std::fs::create_dir_all(dir.join("old.tsv")).unwrap();
+        let single = dir.join("single.table");
+        std::fs::write(&single, table_text("NVIDIA A100-SXM4-80GB", name, 3)).unwrap();
+
+        let mut builder = Builder::new("kernel_manifest.yaml");
+        builder.dispatch_table(&single).dispatch_tables_in(&dir);
+        let files = builder.dispatch_table_files().unwrap();
+        assert_eq!(
+            files,
+            [
+                single.clone(),
+                dir.join("nvidia_h100.tsv"),
+                dir.join("nvidia_h200.tsv")
+            ]
+        );
+        let tables = builder.read_dispatch_tables(&ks).unwrap();
+        let devices: Vec<&str> = tables.iter().map(|t| t.device.as_str()).collect();
+        assert_eq!(
+            devices,
+            ["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+        );
+        let firsts: Vec<usize> = tables.iter().map(|t| t.rows[0].m).collect();
+        assert_eq!(firsts, [3, 1, 2]);
+        assert_eq!(tables[1].rows[0].raster, dispatch_table::Raster::AlongM);
+        assert_eq!(tables[1].rows[0].swizzle, 8);
+
+        // No tables: none embedded.
+        assert!(Builder::new("m.yaml")
+            .read_dispatch_tables(&ks)
+            .unwrap()
+            .is_empty());
+        // An empty directory is fine.
+        let empty = scratch("tables-empty");
+        let mut builder = Builder::new("m.yaml");
+        builder.dispatch_tables_in(&empty);
+        assert!(builder.read_dispatch_tables(&ks).unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(&empty);
+
+        // A missing directory is an error naming it.
+        let mut builder = Builder::new("m.yaml");
+        builder.dispatch_tables_in(dir.join("missing"));
+        let error = builder.read_dispatch_tables(&ks).unwrap_err().to_string();
+        assert!(
+            error.contains("missing") && error.contains("dispatch tables"),
+            "{error}"
+        );
+
+        // Malformed rows of every table are reported, each with its file and line.
+        std::fs::write(
+            dir.join("nvidia_h100.tsv"),
+            table_text("NVIDIA H100 80GB HBM3", name, 1).replace("\tm\t8\t", "\tx\t8\t"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("nvidia_h200.tsv"),
+            table_text("NVIDIA H200", name, 2).replace("\tm\t8\t", "\tm\t3\t"),
+        )
+        .unwrap();
+        let mut builder = Builder::new("m.yaml");
+        builder.dispatch_tables_in(&dir);
+        let error = builder.read_dispatch_tables(&ks).unwrap_err().to_string();
+        assert!(error.contains("nvidia_h100.tsv:5: raster \"x\""), "{error}");
+        assert!(error.contains("nvidia_h200.tsv:5: swizzle \"3\""), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -4,16 +4,61 @@
 //! # cutlass-aot dispatch table
 //! # device: NVIDIA H100 80GB HBM3
 //! # date: 2026-11-21
-//! # columns: a b c layout m n k batch kernel us
-//! bf16<TAB>bf16<TAB>bf16<TAB>tnt<TAB>4096<TAB>4096<TAB>4096<TAB>1<TAB>cutlass3x_sm90a_...<TAB>180.20
+//! # columns: a b c layout m n k batch kernel split_k raster swizzle us
+//! bf16<TAB>bf16<TAB>bf16<TAB>tnt<TAB>4096<TAB>4096<TAB>4096<TAB>1<TAB>cutlass3x_sm90a_...<TAB>1<TAB>auto<TAB>8<TAB>180.20
 //! ```
 //!
 //! `a`/`b`/`c` are manifest type names, `layout` the A, B, C letters (`t` row-major, `n`
-//! column-major), `kernel` a CUTLASS kernel name. Rows naming a kernel the manifest does not have
-//! are dropped with a warning (the table may be older than the manifest); anything malformed is an
-//! error naming its line.
+//! column-major), `kernel` a CUTLASS kernel name, `split_k` the split-K slices it was measured with
+//! (1: none), `raster` the tile order of CUTLASS 3.x persistent kernels (`auto`: CUTLASS's choice,
+//! `m`: along M, `n`: along N) and `swizzle` their swizzle band in tiles (0: automatic, 1, 2, 4,
+//! 8); CUTLASS 2.x kernels ignore both. Rows of the older 10-column format
+//! (`a b c layout m n k batch kernel us`) are read as split_k 1, raster auto, swizzle 0.
+//!
+//! Rows naming a kernel the manifest does not have are dropped with a warning (the table may be
+//! older than the manifest); anything malformed is an error naming its line.
 
-use crate::model::{DType, GemmKernel, Layout};
+use crate::model::{DType, GemmKernel, Layout, SplitK};
+
+/// The header line of the current format's columns.
+pub const COLUMNS: &str = "# columns: a b c layout m n k batch kernel split_k raster swizzle us";
+
+/// The swizzle bands a row may name (0: automatic).
+pub const SWIZZLES: [u32; 5] = [0, 1, 2, 4, 8];
+
+/// The order in which a CUTLASS 3.x persistent kernel walks the output tiles (the runtime's
+/// `cutlass_aot::Raster`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Raster {
+    /// CUTLASS's choice (`auto`).
+    #[default]
+    Heuristic,
+    /// Along M (`m`).
+    AlongM,
+    /// Along N (`n`).
+    AlongN,
+}
+
+impl Raster {
+    /// `auto`, `m` or `n`.
+    pub fn parse(s: &str) -> Option<Raster> {
+        match s {
+            "auto" => Some(Raster::Heuristic),
+            "m" => Some(Raster::AlongM),
+            "n" => Some(Raster::AlongN),
+            _ => None,
+        }
+    }
+
+    /// The table's spelling: `auto`, `m` or `n`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Raster::Heuristic => "auto",
+            Raster::AlongM => "m",
+            Raster::AlongN => "n",
+        }
+    }
+}
 
 /// One row, resolved against the manifest's kernels.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +73,12 @@ pub struct Row {
     pub batch: usize,
     /// Rust module name of the kernel.
     pub rust_name: String,
+    /// Split-K slices the time was measured with (1: none).
+    pub split_k: usize,
+    /// Tile order (3.x kernels).
+    pub raster: Raster,
+    /// Swizzle band in tiles, one of [`SWIZZLES`] (3.x kernels; 0: automatic).
+    pub swizzle: u32,
     pub us: f64,
 }
 
@@ -77,12 +128,18 @@ pub fn parse(text: &str, label: &str, kernels: &[GemmKernel]) -> Result<Table, S
 
 fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> {
     let fields: Vec<&str> = line.split('\t').collect();
-    if fields.len() != 10 {
-        return Err(format!(
-            "{} tab-separated fields; expected 10: a b c layout m n k batch kernel us",
-            fields.len()
-        ));
-    }
+    // The current format has split_k, raster and swizzle between kernel and us; the older one
+    // (10 fields) has none of them.
+    let tuned = match fields.len() {
+        13 => true,
+        10 => false,
+        n => {
+            return Err(format!(
+                "{n} tab-separated fields; expected 13: a b c layout m n k batch kernel split_k raster \
+                 swizzle us (or the older 10: a b c layout m n k batch kernel us)"
+            ))
+        }
+    };
     let dtype = |s: &str| {
         DType::from_manifest_name(s)
             .ok_or_else(|| format!("{s:?} is not a type; allowed: {}", DType::allowed()))
@@ -105,11 +162,12 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
         Ok(v) if v > 0 => Ok(v),
         _ => Err(format!("{what} {s:?} is not a positive integer")),
     };
-    let us: f64 = fields[9]
+    let us_field = fields[fields.len() - 1];
+    let us: f64 = us_field
         .parse()
         .ok()
         .filter(|v: &f64| v.is_finite() && *v > 0.0)
-        .ok_or_else(|| format!("time {:?} is not a positive number of microseconds", fields[9]))?;
+        .ok_or_else(|| format!("time {us_field:?} is not a positive number of microseconds"))?;
     // Every field is checked before the kernel name: a malformed row is an error even when its
     // kernel is unknown.
     let (element_a, element_b, element_c) = (dtype(fields[0])?, dtype(fields[1])?, dtype(fields[2])?);
@@ -120,9 +178,45 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
         count(fields[6], "k")?,
     );
     let batch = count(fields[7], "batch")?;
+    let (split_k, raster, swizzle) = if tuned {
+        let split_k = count(fields[9], "split_k")?;
+        let raster = Raster::parse(fields[10])
+            .ok_or_else(|| format!("raster {:?}: allowed auto, m, n", fields[10]))?;
+        let swizzle = fields[11]
+            .parse::<u32>()
+            .ok()
+            .filter(|s| SWIZZLES.contains(s))
+            .ok_or_else(|| format!("swizzle {:?}: allowed 0 (automatic), 1, 2, 4, 8", fields[11]))?;
+        (split_k, raster, swizzle)
+    } else {
+        (1, Raster::Heuristic, 0)
+    };
     let Some(kernel) = kernels.iter().find(|kernel| kernel.name == fields[8]) else {
         return Ok(None);
     };
+    let kernel_types = (kernel.element_a, kernel.element_b, kernel.element_c);
+    let kernel_layouts = [kernel.layout_a, kernel.layout_b, kernel.layout_c];
+    if (element_a, element_b, element_c) != kernel_types || layouts != kernel_layouts {
+        return Err(format!(
+            "kernel {} takes {} {} {} {}, not the row's {} {} {} {}",
+            kernel.name,
+            kernel.element_a,
+            kernel.element_b,
+            kernel.element_c,
+            kernel_layouts.map(Layout::letter).concat(),
+            element_a,
+            element_b,
+            element_c,
+            fields[3]
+        ));
+    }
+    if split_k > 1 && kernel.spec().design.split_k() == SplitK::None {
+        return Err(format!(
+            "split_k {split_k}: kernel {} cannot split K (a 3.x kernel without the stream-K \
+             scheduler); its rows take split_k 1",
+            kernel.name
+        ));
+    }
     Ok(Some(Row {
         element_a,
         element_b,
@@ -133,6 +227,9 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
         k,
         batch,
         rust_name: kernel.rust_name.clone(),
+        split_k,
+        raster,
+        swizzle,
         us,
     }))
 }
@@ -141,7 +238,9 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
 mod tests {
     use super::*;
 
-    /// Two kernels of a small manifest: a CUTLASS 3.x bf16 TN kernel and a 2.x f16 TN kernel.
+    /// Four kernels of a small manifest: a CUTLASS 3.x bf16 TN kernel (persistent: cannot split
+    /// K), a 2.x f16 TN kernel (serial split-K), a 3.x stream-K bf16 TN kernel and a 2.x f16 kernel
+    /// with every matrix column-major.
     fn kernels() -> Vec<GemmKernel> {
         let yaml = "version: 1
 operations:
@@ -164,11 +263,36 @@ operations:
     tile: [128, 256, 64]
     warps: [2, 4, 1]
     stages: 3
+  - kind: gemm
+    name: bf16_sm90_streamk
+    arch: 90
+    a: bf16
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 64]
+    schedule: cooperative
+    epilogue_schedule: tma
+    tile_scheduler: stream_k
+  - kind: gemm
+    name: gemm_f16_nnn
+    arch: 80
+    a: f16
+    layout_a: column
+    layout_b: column
+    layout_c: column
+    tile: [128, 128, 32]
+    warps: [2, 2, 1]
+    stages: 3
 ";
         let kernels = crate::manifest::parse(yaml, "test.yaml").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(kernels.len(), 2);
+        assert_eq!(kernels.len(), 4);
         assert_eq!(kernels[0].rust_name, "bf16_sm90_tn");
         assert_eq!(kernels[1].rust_name, "gemm_f16_tn");
+        assert_eq!(kernels[2].rust_name, "bf16_sm90_streamk");
+        assert_eq!(kernels[0].spec().design.split_k(), SplitK::None);
+        assert_eq!(kernels[1].spec().design.split_k(), SplitK::Serial);
+        assert_eq!(kernels[2].spec().design.split_k(), SplitK::StreamK);
+        assert_eq!(kernels[3].rust_name, "gemm_f16_nnn");
         kernels
     }
 
@@ -178,11 +302,12 @@ operations:
     }
 
     fn header() -> String {
-        "# cutlass-aot dispatch table\n\
-         # device: NVIDIA H100 80GB HBM3\n\
-         # date: 2026-11-21\n\
-         # columns: a b c layout m n k batch kernel us\n"
-            .to_string()
+        format!(
+            "# cutlass-aot dispatch table\n\
+             # device: NVIDIA H100 80GB HBM3\n\
+             # date: 2026-11-21\n\
+             {COLUMNS}\n"
+        )
     }
 
     /// Parses `header + body` and returns the error text (panics when it parses).
@@ -194,10 +319,30 @@ operations:
     }
 
     #[test]
+    fn columns_header_names_thirteen_columns() {
+        let names: Vec<&str> = COLUMNS
+            .trim_start_matches("# columns:")
+            .split_whitespace()
+            .collect();
+        assert_eq!(names.len(), 13);
+        assert_eq!(names[8..], ["kernel", "split_k", "raster", "swizzle", "us"]);
+    }
+
+    #[test]
+    fn rasters_round_trip() {
+        for raster in [Raster::Heuristic, Raster::AlongM, Raster::AlongN] {
+            assert_eq!(Raster::parse(raster.name()), Some(raster));
+        }
+        assert_eq!(Raster::default(), Raster::Heuristic);
+        assert_eq!(Raster::parse("M"), None);
+        assert_eq!(Raster::parse(""), None);
+    }
+
+    #[test]
     fn parses_headers_and_rows() {
         let ks = kernels();
         let text = format!(
-            "{}{}\n\n{}\r\n",
+            "{}{}\n\n{}\r\n{}\n",
             header(),
             row(&[
                 "bf16",
@@ -209,6 +354,9 @@ operations:
                 "4096",
                 "1",
                 &ks[0].name,
+                "1",
+                "n",
+                "8",
                 "180.20"
             ]),
             row(&[
@@ -221,7 +369,25 @@ operations:
                 "8192",
                 "2",
                 &ks[1].name,
+                "4",
+                "auto",
+                "0",
                 "35.5"
+            ]),
+            row(&[
+                "bf16",
+                "bf16",
+                "bf16",
+                "tnt",
+                "512",
+                "512",
+                "32768",
+                "1",
+                &ks[2].name,
+                "16",
+                "m",
+                "2",
+                "40.25"
             ]),
         );
         let table = parse(&text, "table.tsv", &ks).unwrap_or_else(|e| panic!("{e}"));
@@ -241,6 +407,9 @@ operations:
                     k: 4096,
                     batch: 1,
                     rust_name: "bf16_sm90_tn".into(),
+                    split_k: 1,
+                    raster: Raster::AlongN,
+                    swizzle: 8,
                     us: 180.20,
                 },
                 Row {
@@ -253,18 +422,122 @@ operations:
                     k: 8192,
                     batch: 2,
                     rust_name: "gemm_f16_tn".into(),
+                    split_k: 4,
+                    raster: Raster::Heuristic,
+                    swizzle: 0,
                     us: 35.5,
+                },
+                Row {
+                    element_a: DType::Bf16,
+                    element_b: DType::Bf16,
+                    element_c: DType::Bf16,
+                    layouts: [Layout::Row, Layout::Column, Layout::Row],
+                    m: 512,
+                    n: 512,
+                    k: 32768,
+                    batch: 1,
+                    rust_name: "bf16_sm90_streamk".into(),
+                    split_k: 16,
+                    raster: Raster::AlongM,
+                    swizzle: 2,
+                    us: 40.25,
                 },
             ]
         );
         // Column-major letters too.
-        let text = row(&["f16", "f16", "f16", "nnn", "1", "2", "3", "4", &ks[1].name, "1e3"]);
+        let text = row(&[
+            "f16",
+            "f16",
+            "f16",
+            "nnn",
+            "1",
+            "2",
+            "3",
+            "4",
+            &ks[3].name,
+            "1",
+            "auto",
+            "1",
+            "1e3",
+        ]);
         let table = parse(&text, "t", &ks).unwrap();
         assert_eq!(table.rows[0].layouts, [Layout::Column; 3]);
         assert_eq!((table.rows[0].m, table.rows[0].n, table.rows[0].k), (1, 2, 3));
         assert_eq!(table.rows[0].us, 1000.0);
+        assert_eq!(table.rows[0].swizzle, 1);
         // No header: device and date stay empty.
         assert_eq!((table.device.as_str(), table.date.as_str()), ("", ""));
+        // Every swizzle band CUTLASS has.
+        for swizzle in SWIZZLES {
+            let text = row(&[
+                "bf16",
+                "bf16",
+                "bf16",
+                "tnt",
+                "1",
+                "1",
+                "1",
+                "1",
+                &ks[0].name,
+                "1",
+                "auto",
+                &swizzle.to_string(),
+                "1.0",
+            ]);
+            assert_eq!(parse(&text, "t", &ks).unwrap().rows[0].swizzle, swizzle);
+        }
+    }
+
+    /// Tables written before split_k, raster and swizzle were recorded still build: their rows
+    /// are 1 slice, CUTLASS's raster and the automatic swizzle.
+    #[test]
+    fn old_ten_column_rows_are_read_with_default_tuning() {
+        let ks = kernels();
+        let text = format!(
+            "# cutlass-aot dispatch table\n# device: NVIDIA H200\n# date: 2026-11-21\n\
+             # columns: a b c layout m n k batch kernel us\n{}\n{}\n",
+            row(&[
+                "bf16",
+                "bf16",
+                "bf16",
+                "tnt",
+                "4096",
+                "4096",
+                "4096",
+                "1",
+                &ks[0].name,
+                "180.20"
+            ]),
+            // Old and new rows may even be mixed (tables merged by hand).
+            row(&[
+                "bf16",
+                "bf16",
+                "bf16",
+                "tnt",
+                "8192",
+                "8192",
+                "8192",
+                "1",
+                &ks[0].name,
+                "1",
+                "m",
+                "4",
+                "1400"
+            ]),
+        );
+        let table = parse(&text, "old.tsv", &ks).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(table.device, "NVIDIA H200");
+        assert_eq!(table.rows.len(), 2);
+        let old = &table.rows[0];
+        assert_eq!(
+            (old.m, old.split_k, old.raster, old.swizzle, old.us),
+            (4096, 1, Raster::Heuristic, 0, 180.20)
+        );
+        let new = &table.rows[1];
+        assert_eq!(
+            (new.m, new.split_k, new.raster, new.swizzle, new.us),
+            (8192, 1, Raster::AlongM, 4, 1400.0)
+        );
     }
 
     #[test]
@@ -291,6 +564,9 @@ operations:
                 "4096",
                 "1",
                 "cutlass3x_sm90a_gone",
+                "1",
+                "auto",
+                "0",
                 "1.0"
             ]),
             row(&[
@@ -303,6 +579,9 @@ operations:
                 "128",
                 "1",
                 &ks[0].name,
+                "1",
+                "auto",
+                "0",
                 "2.0"
             ]),
         );
@@ -321,53 +600,90 @@ operations:
             "1",
             "1",
             "bf16_sm90_tn",
+            "1",
+            "auto",
+            "0",
             "1.0",
         ]);
         let table = parse(&text, "t", &ks).unwrap();
         assert!(table.rows.is_empty());
         assert_eq!(table.unknown_kernels, ["bf16_sm90_tn"]);
-        // With no kernels at all every row is unknown.
+        // With no kernels at all every row is unknown, in either format.
         let table = parse(&text, "t", &[]).unwrap();
         assert_eq!(table.unknown_kernels.len(), 1);
+        let old = row(&["bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", "gone", "1.0"]);
+        assert_eq!(parse(&old, "t", &[]).unwrap().unknown_kernels, ["gone"]);
+        // A split_k the kernel could not run is only checked against known kernels.
+        let text = row(&[
+            "bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", "gone", "8", "auto", "0", "1.0",
+        ]);
+        assert_eq!(parse(&text, "t", &ks).unwrap().unknown_kernels, ["gone"]);
     }
 
     #[test]
     fn malformed_rows_are_errors_naming_label_and_line() {
         let ks = kernels();
         let name = ks[0].name.as_str();
+        let f16 = ks[1].name.as_str();
         // The header takes lines 1-4, so the first row is line 5.
-        let cases: [(Vec<&str>, &str); 8] = [
+        fn with<'a>(name: &'a str, changes: &[(usize, &'a str)]) -> Vec<&'a str> {
+            let mut fields = vec![
+                "bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", name, "1", "auto", "0", "1.0",
+            ];
+            for &(index, value) in changes {
+                fields[index] = value;
+            }
+            fields
+        }
+        let good = |changes: &[(usize, &'static str)]| with(name, changes);
+        let cases: Vec<(Vec<&str>, &str)> = vec![
             (
                 vec!["bf16", "bf16", "bf16", "tnt", "4096", "4096", "4096", "1", name],
-                "9 tab-separated fields; expected 10",
+                "9 tab-separated fields; expected 13",
             ),
             (
-                vec!["bf17", "bf16", "bf16", "tnt", "1", "1", "1", "1", name, "1.0"],
-                "\"bf17\" is not a type",
+                good(&[]).into_iter().chain(["x"]).collect(),
+                "14 tab-separated fields; expected 13",
             ),
+            (good(&[])[..11].to_vec(), "11 tab-separated fields"),
+            (good(&[(0, "bf17")]), "\"bf17\" is not a type"),
+            (good(&[(3, "txt")]), "layout letter 'x'"),
+            (good(&[(3, "tn")]), "must be three letters"),
+            (good(&[(4, "0")]), "m \"0\" is not a positive integer"),
+            (good(&[(6, "-8")]), "k \"-8\" is not a positive integer"),
             (
-                vec!["bf16", "bf16", "bf16", "txt", "1", "1", "1", "1", name, "1.0"],
-                "layout letter 'x'",
-            ),
-            (
-                vec!["bf16", "bf16", "bf16", "tn", "1", "1", "1", "1", name, "1.0"],
-                "must be three letters",
-            ),
-            (
-                vec!["bf16", "bf16", "bf16", "tnt", "0", "1", "1", "1", name, "1.0"],
-                "m \"0\" is not a positive integer",
-            ),
-            (
-                vec!["bf16", "bf16", "bf16", "tnt", "1", "1", "-8", "1", name, "1.0"],
-                "k \"-8\" is not a positive integer",
-            ),
-            (
-                vec!["bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", name, "-3.5"],
+                good(&[(12, "-3.5")]),
                 "time \"-3.5\" is not a positive number of microseconds",
             ),
+            (good(&[(12, "NaN")]), "time \"NaN\""),
+            // The new columns.
+            (good(&[(9, "0")]), "split_k \"0\" is not a positive integer"),
+            (good(&[(9, "two")]), "split_k \"two\" is not a positive integer"),
+            (good(&[(9, "")]), "split_k \"\" is not a positive integer"),
+            (good(&[(10, "M")]), "raster \"M\": allowed auto, m, n"),
+            (good(&[(10, "heuristic")]), "raster \"heuristic\""),
+            (good(&[(10, "")]), "raster \"\""),
             (
-                vec!["bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", name, "NaN"],
-                "time \"NaN\"",
+                good(&[(11, "3")]),
+                "swizzle \"3\": allowed 0 (automatic), 1, 2, 4, 8",
+            ),
+            (good(&[(11, "16")]), "swizzle \"16\""),
+            (good(&[(11, "-1")]), "swizzle \"-1\""),
+            (good(&[(11, "auto")]), "swizzle \"auto\""),
+            // Columns in the wrong order: the time where the raster belongs.
+            (good(&[(10, "1.0"), (12, "auto")]), "time \"auto\""),
+            // The row's types and layouts must be the kernel's.
+            (
+                good(&[(0, "f16"), (1, "f16"), (2, "f16")]),
+                "takes bf16 bf16 bf16 tnt, not the row's f16 f16 f16 tnt",
+            ),
+            (good(&[(3, "tnn")]), "not the row's bf16 bf16 bf16 tnn"),
+            // A persistent 3.x kernel cannot split K.
+            (good(&[(9, "2")]), "split_k 2: kernel cutlass3x_"),
+            // The old format's rows are checked as before.
+            (
+                vec!["bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", name, "-3.5"],
+                "time \"-3.5\"",
             ),
         ];
         for (fields, needle) in cases {
@@ -375,14 +691,24 @@ operations:
             assert!(message.starts_with("table.tsv:5: "), "{message}");
             assert!(message.contains(needle), "expected {needle:?} in {message:?}");
         }
+        // 2.x (serial split-K) and stream-K kernels take slices.
+        let ok = [
+            with(f16, &[(0, "f16"), (1, "f16"), (2, "f16"), (9, "16")]),
+            with(&ks[2].name, &[(9, "3")]),
+        ];
+        for fields in ok {
+            let table = parse(&row(&fields), "t", &ks).unwrap_or_else(|e| panic!("{e}"));
+            assert!(table.rows[0].split_k > 1);
+        }
         // Every malformed line is reported, each with its own line number.
-        let good = row(&["bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", name, "1.0"]);
-        let bad_batch = row(&["bf16", "bf16", "bf16", "tnt", "1", "1", "1", "x", name, "1.0"]);
-        let message = error_of(&format!("{good}\n{bad_batch}\n\n# note\n{bad_batch}"), &ks);
+        let good_row = row(&good(&[]));
+        let bad_batch = row(&good(&[(7, "x")]));
+        let bad_swizzle = row(&good(&[(11, "5")]));
+        let message = error_of(&format!("{good_row}\n{bad_batch}\n\n# note\n{bad_swizzle}"), &ks);
         let lines: Vec<&str> = message.lines().collect();
         assert_eq!(lines.len(), 2, "{message}");
         assert!(lines[0].starts_with("table.tsv:6: batch \"x\""), "{message}");
-        assert!(lines[1].starts_with("table.tsv:9: batch \"x\""), "{message}");
+        assert!(lines[1].starts_with("table.tsv:9: swizzle \"5\""), "{message}");
     }
 
     /// The contract (module docs): rows of unknown kernels are dropped, but "anything malformed is
@@ -391,21 +717,40 @@ operations:
     fn malformed_rows_are_errors_even_when_their_kernel_is_unknown() {
         let ks = kernels();
         let gone = "cutlass3x_sm90a_gone";
-        for (fields, needle) in [
+        let cases: [(&[&str], &str); 6] = [
             (
-                ["bf17", "bf16", "bf16", "tnt", "1", "1", "1", "1", gone, "1.0"],
+                &["bf17", "bf16", "bf16", "tnt", "1", "1", "1", "1", gone, "1.0"],
                 "\"bf17\" is not a type",
             ),
             (
-                ["bf16", "bf16", "bf16", "txt", "1", "1", "1", "1", gone, "1.0"],
+                &["bf16", "bf16", "bf16", "txt", "1", "1", "1", "1", gone, "1.0"],
                 "layout letter 'x'",
             ),
             (
-                ["bf16", "bf16", "bf16", "tnt", "0", "1", "1", "1", gone, "1.0"],
+                &["bf16", "bf16", "bf16", "tnt", "0", "1", "1", "1", gone, "1.0"],
                 "m \"0\" is not a positive integer",
             ),
-        ] {
-            let text = row(&fields);
+            (
+                &[
+                    "bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", gone, "0", "auto", "0", "1.0",
+                ],
+                "split_k \"0\"",
+            ),
+            (
+                &[
+                    "bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", gone, "1", "x", "0", "1.0",
+                ],
+                "raster \"x\"",
+            ),
+            (
+                &[
+                    "bf16", "bf16", "bf16", "tnt", "1", "1", "1", "1", gone, "1", "m", "7", "1.0",
+                ],
+                "swizzle \"7\"",
+            ),
+        ];
+        for (fields, needle) in cases {
+            let text = row(fields);
             match parse(&text, "table.tsv", &ks) {
                 Err(message) => {
                     assert!(message.starts_with("table.tsv:1: "), "{message}");

@@ -28,7 +28,7 @@ pub fn generate(
     manifest_label: &str,
     units: &[UnitImage<'_>],
     manifest_order: &[GemmKernel],
-    dispatch: &crate::dispatch_table::Table,
+    dispatch: &[crate::dispatch_table::Table],
 ) -> Result<String, syn::Error> {
     let mut tokens = generate_tokens(units, manifest_order);
     tokens.extend(dispatch_tokens(dispatch));
@@ -51,8 +51,10 @@ fn generate_tokens(units: &[UnitImage<'_>], manifest_order: &[GemmKernel]) -> To
             }
             None => quote!(::core::option::Option::None),
         };
+        // Public (hidden) so that the runtime reaches its own support image (`IMAGE_SUPPORT`).
         items.extend(quote! {
-            static #image_ident: ::cutlass_aot::Image = ::cutlass_aot::Image::new(#unit_name, #fatbin);
+            #[doc(hidden)]
+            pub static #image_ident: ::cutlass_aot::Image = ::cutlass_aot::Image::new(#unit_name, #fatbin);
         });
         for kernel in unit.kernels {
             items.extend(kernel_module(kernel, &image_ident, unit.fatbin.is_some()));
@@ -70,30 +72,56 @@ fn generate_tokens(units: &[UnitImage<'_>], manifest_order: &[GemmKernel]) -> To
     }
 }
 
-/// The embedded dispatch table (`cutlass_aot::dispatch::Table`), empty when none was given.
-fn dispatch_tokens(table: &crate::dispatch_table::Table) -> TokenStream {
-    let entries = table.rows.iter().map(|row| {
-        let (ea, eb, ec) = (dtype(row.element_a), dtype(row.element_b), dtype(row.element_c));
-        let [la, lb, lc] = row.layouts.map(layout_value);
-        let (m, n, k, batch, us) = (row.m, row.n, row.k, row.batch, row.us);
-        let module = format_ident!("{}", row.rust_name);
-        quote! {
-            ::cutlass_aot::dispatch::Entry {
-                signature: ::cutlass_aot::dispatch::Signature {
-                    element_a: #ea, element_b: #eb, element_c: #ec,
-                    layout_a: #la, layout_b: #lb, layout_c: #lc,
-                },
-                m: #m, n: #n, k: #k, batch: #batch,
-                kernel: &#module::INFO,
-                us: #us,
-            }
-        }
+/// The embedded dispatch tables (`cutlass_aot::dispatch::Table`), one per measured device, in the
+/// order given to the builder (none when none was given); the runtime picks the one of its device.
+fn dispatch_tokens(tables: &[crate::dispatch_table::Table]) -> TokenStream {
+    let tables_tokens = tables.iter().map(|table| {
+        let entries = table.rows.iter().map(dispatch_entry);
+        let (device, date) = (&table.device, &table.date);
+        quote!(::cutlass_aot::dispatch::Table::new(#device, #date, &[#(#entries),*]))
     });
-    let (device, date) = (&table.device, &table.date);
+    // The single table of earlier versions: the first one (or an empty one), for code that has
+    // not moved to `DISPATCH_TABLES` yet.
+    let first = if tables.is_empty() {
+        quote!(::cutlass_aot::dispatch::Table::new("", "", &[]))
+    } else {
+        quote!(::cutlass_aot::dispatch::Table::new(
+            DISPATCH_TABLES[0].device,
+            DISPATCH_TABLES[0].date,
+            DISPATCH_TABLES[0].entries,
+        ))
+    };
     quote! {
-        /// The measured dispatch table embedded by the build (`cutlass_aot::dispatch`).
-        pub static DISPATCH: ::cutlass_aot::dispatch::Table =
-            ::cutlass_aot::dispatch::Table::new(#device, #date, &[#(#entries),*]);
+        /// The measured dispatch tables embedded by the build, one per device they were measured
+        /// on (`cutlass_aot::dispatch::table_for` picks the one of the device at run time).
+        pub static DISPATCH_TABLES: &[::cutlass_aot::dispatch::Table] = &[#(#tables_tokens),*];
+
+        /// The first of [`DISPATCH_TABLES`] (empty when there is none).
+        #[doc(hidden)]
+        pub static DISPATCH: ::cutlass_aot::dispatch::Table = #first;
+    }
+}
+
+/// One measured row as a `cutlass_aot::dispatch::Entry`.
+fn dispatch_entry(row: &crate::dispatch_table::Row) -> TokenStream {
+    let (ea, eb, ec) = (dtype(row.element_a), dtype(row.element_b), dtype(row.element_c));
+    let [la, lb, lc] = row.layouts.map(layout_value);
+    let (m, n, k, batch, split_k, swizzle, us) =
+        (row.m, row.n, row.k, row.batch, row.split_k, row.swizzle, row.us);
+    let raster = variant(quote!(::cutlass_aot::Raster), format!("{:?}", row.raster));
+    let module = format_ident!("{}", row.rust_name);
+    quote! {
+        ::cutlass_aot::dispatch::Entry {
+            signature: ::cutlass_aot::dispatch::Signature {
+                element_a: #ea, element_b: #eb, element_c: #ec,
+                layout_a: #la, layout_b: #lb, layout_c: #lc,
+            },
+            m: #m, n: #n, k: #k, batch: #batch,
+            kernel: &#module::INFO,
+            split_k: #split_k,
+            tuning: ::cutlass_aot::Tuning { raster: #raster, max_swizzle: #swizzle },
+            us: #us,
+        }
     }
 }
 

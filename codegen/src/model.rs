@@ -247,7 +247,10 @@ impl GemmKernel {
     /// alignment or epilogue compute type is appended.
     fn library_name_3x(&self) -> String {
         let operand = |d: DType| {
-            if d == DType::F32 {
+            if d == DType::F32 && self.math == MathOp::MultiplyAddFastF32 {
+                // TF32 products of split operands (the runtime's 3xTF32, see cutlass_aot::gemm).
+                "3xtf32"
+            } else if d == DType::F32 {
                 "tf32"
             } else {
                 d.library_name()

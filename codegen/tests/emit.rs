@@ -136,10 +136,11 @@ operations:
     batch_mode: array
 ";
 
-/// A measured table naming one kernel of the manifest and one it does not have.
-fn dispatch_table(
+/// Two measured tables: one in the older 10-column format naming one kernel of the manifest and
+/// one it does not have, and one in the current format (split-K slices, raster, swizzle).
+fn dispatch_tables(
     kernels: &[cutlass_aot_build::model::GemmKernel],
-) -> cutlass_aot_build::dispatch_table::Table {
+) -> Vec<cutlass_aot_build::dispatch_table::Table> {
     let name = &kernels
         .iter()
         .find(|k| k.rust_name == "bf16_sm90_cooperative")
@@ -150,9 +151,19 @@ fn dispatch_table(
          bf16\tbf16\tbf16\ttnt\t4096\t4096\t4096\t1\t{name}\t180.25\n\
          bf16\tbf16\tbf16\ttnt\t16\t4096\t4096\t1\tcutlass3x_gone\t10.5\n"
     );
-    let table = cutlass_aot_build::dispatch_table::parse(&text, "golden.tsv", kernels).unwrap();
-    assert_eq!(table.unknown_kernels, ["cutlass3x_gone"]);
-    table
+    let old = cutlass_aot_build::dispatch_table::parse(&text, "golden.tsv", kernels).unwrap();
+    assert_eq!(old.unknown_kernels, ["cutlass3x_gone"]);
+    let hgemm = &kernels.iter().find(|k| k.rust_name == "hgemm_tn").unwrap().name;
+    let text = format!(
+        "# cutlass-aot dispatch table\n# device: NVIDIA H200\n# date: 2026-11-24\n{}\n\
+         bf16\tbf16\tbf16\ttnt\t8192\t8192\t8192\t1\t{name}\t1\tn\t8\t1403.5\n\
+         f16\tf16\tf16\ttnn\t512\t512\t32768\t1\t{hgemm}\t8\tauto\t0\t95.25\n",
+        cutlass_aot_build::dispatch_table::COLUMNS
+    );
+    let new = cutlass_aot_build::dispatch_table::parse(&text, "golden_h200.tsv", kernels).unwrap();
+    assert!(new.unknown_kernels.is_empty());
+    assert_eq!(new.rows.len(), 2);
+    vec![old, new]
 }
 
 fn golden(name: &str) -> PathBuf {
@@ -253,7 +264,7 @@ fn emitted_cpp_matches_golden() {
 fn emitted_rust_matches_golden() {
     let units = units();
     let kernels = manifest::parse(MANIFEST, "golden.yaml").unwrap();
-    let table = dispatch_table(&kernels);
+    let tables = dispatch_tables(&kernels);
     let fatbin = PathBuf::from("/out/cutlass_aot/unit.fatbin");
     let images: Vec<_> = units
         .iter()
@@ -265,7 +276,7 @@ fn emitted_rust_matches_golden() {
         .collect();
     check_golden(
         "kernels.rs",
-        &emit_rust::generate("golden.yaml", &images, &kernels, &table).unwrap(),
+        &emit_rust::generate("golden.yaml", &images, &kernels, &tables).unwrap(),
     );
     // Without nvcc: same API, no device code and no references to host symbols.
     let images: Vec<_> = units
@@ -276,7 +287,7 @@ fn emitted_rust_matches_golden() {
             kernels: &u.kernels,
         })
         .collect();
-    let stub = emit_rust::generate("golden.yaml", &images, &kernels, &table).unwrap();
+    let stub = emit_rust::generate("golden.yaml", &images, &kernels, &tables).unwrap();
     assert!(
         !stub.contains("extern \"C\""),
         "stub build must not reference host symbols"
@@ -286,4 +297,18 @@ fn emitted_rust_matches_golden() {
         "stub build must not embed images"
     );
     check_golden("kernels_without_nvcc.rs", &stub);
+    // Without measured tables: an empty list, and the single-table alias is the empty table.
+    let none = emit_rust::generate("golden.yaml", &images, &kernels, &[]).unwrap();
+    let squeezed: String = none.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        squeezed.contains("pub static DISPATCH_TABLES: &[::cutlass_aot::dispatch::Table] = &[];"),
+        "{squeezed}"
+    );
+    assert!(
+        squeezed.contains(
+            "pub static DISPATCH: ::cutlass_aot::dispatch::Table = ::cutlass_aot::dispatch::Table::new( \"\", \"\", &[], );"
+        ),
+        "{squeezed}"
+    );
+    assert!(!none.contains("dispatch::Entry"));
 }

@@ -7,6 +7,9 @@ use cudarc::driver::CudaStream;
 
 pub mod fusion;
 mod problem;
+pub(crate) mod split_tf32;
+
+pub use split_tf32::is_split as is_split_tf32;
 
 use crate::abi;
 use crate::device;
@@ -16,6 +19,7 @@ use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
 use crate::model::{Api, BatchMode, Layout, Reduction, SplitK};
 use crate::params::{run_prepare, PrepareFn, Prepared};
 use crate::types::{Element, LayoutTag, Scalar};
+use crate::workspace::{Scratch, Workspace};
 use fusion::{FusedArgs, FusionOperands, HeldFusion};
 
 pub use crate::params::PARAMS_CAPACITY;
@@ -386,10 +390,41 @@ pub unsafe fn launch_raw_tuned(
     operands: &GemmOperands,
     tuning: Tuning,
 ) -> Result<(), Error> {
+    unsafe { launch_raw_in(info, stream, operands, tuning, None) }
+}
+
+/// [`launch_raw_tuned`] with scratch memory from `workspace` (when given) instead of the
+/// per-stream cache (see [`crate::workspace`]).
+///
+/// # Safety
+/// As [`launch_raw`].
+pub unsafe fn launch_raw_in(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    operands: &GemmOperands,
+    tuning: Tuning,
+    workspace: Option<&mut Workspace>,
+) -> Result<(), Error> {
     tuning.check(info.name)?;
     let ctx = stream.context();
     let device = device::props(ctx)?;
-    let mut args = plan(info, operands, &device)?;
+    ctx.bind_to_thread()
+        .map_err(Error::driver("binding the context"))?;
+    if split_tf32::is_split(info) {
+        return unsafe { split_tf32::launch(info, stream, &device, operands, tuning, workspace) };
+    }
+    let mut args = tuned_plan(info, operands, &device, tuning)?;
+    unsafe { prepare_and_enqueue_in(info, stream, &device, &mut args, workspace) }
+}
+
+/// [`plan`] with `tuning` applied (raster order, swizzle, and the TMA encoder of 3.x kernels).
+pub(crate) fn tuned_plan(
+    info: &'static KernelInfo,
+    operands: &GemmOperands,
+    device: &device::DeviceProps,
+    tuning: Tuning,
+) -> Result<abi::cutlass_aot_gemm_args, Error> {
+    let mut args = plan(info, operands, device)?;
     args.raster_order = tuning.raster.abi();
     args.max_swizzle = tuning.swizzle_for(
         info,
@@ -401,9 +436,7 @@ pub unsafe fn launch_raw_tuned(
     if info.api() == Api::Cutlass3x {
         args.encode_tiled = crate::tma::encode_tiled(info.name)?;
     }
-    ctx.bind_to_thread()
-        .map_err(Error::driver("binding the context"))?;
-    unsafe { prepare_and_enqueue(info, stream, &device, &mut args) }
+    Ok(args)
 }
 
 /// Builds Params for `args` (with a workspace from the stream's cache when the launch may need
@@ -418,20 +451,35 @@ pub(crate) unsafe fn prepare_and_enqueue(
     device: &device::DeviceProps,
     args: &mut abi::cutlass_aot_gemm_args,
 ) -> Result<(), Error> {
+    unsafe { prepare_and_enqueue_in(info, stream, device, args, None) }
+}
+
+/// [`prepare_and_enqueue`] with scratch from `workspace` when given.
+///
+/// # Safety
+/// As [`prepare_and_enqueue`].
+pub(crate) unsafe fn prepare_and_enqueue_in(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    device: &device::DeviceProps,
+    args: &mut abi::cutlass_aot_gemm_args,
+    workspace: Option<&mut Workspace>,
+) -> Result<(), Error> {
     if !info.may_need_workspace(args.split_k_slices as usize) {
         let prepared = info.prepare(args)?;
         return unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, device, &prepared, 0) };
     }
-    // Params embed the workspace address: hold the cache until every kernel is enqueued.
-    let mut workspaces = crate::workspace::lock();
-    let (mut address, mut capacity) = workspaces.current(stream);
+    // Params embed the workspace address: hold the scratch (the cache's lock) until every kernel
+    // is enqueued.
+    let mut scratch = Scratch::of(stream, workspace);
+    let (mut address, mut capacity) = scratch.current(stream);
     let prepared = loop {
         args.workspace = address as *mut c_void;
         args.workspace_capacity = capacity as u64;
         match info.prepare_status(args)? {
             Ok(prepared) => break prepared,
             Err(needed) if (needed as usize) > capacity => {
-                (address, capacity) = workspaces.at_least(stream, needed as usize)?;
+                (address, capacity) = scratch.at_least(stream, needed as usize)?;
             }
             Err(needed) => {
                 return Err(Error::AbiMismatch {
@@ -441,20 +489,104 @@ pub(crate) unsafe fn prepare_and_enqueue(
             }
         }
     };
+    unsafe { enqueue_with_reduction(info, stream, device, args, &prepared, (address, capacity)) }
+}
+
+/// Enqueues the prepared kernel and, for parallel split-K, its reduction (both Params are built
+/// before anything is enqueued, so that an error leaves nothing half-launched).
+///
+/// # Safety
+/// As [`prepare_and_enqueue`]; `workspace` is (address, capacity) of the memory `prepared` was
+/// built with.
+unsafe fn enqueue_with_reduction(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    device: &device::DeviceProps,
+    args: &abi::cutlass_aot_gemm_args,
+    prepared: &Prepared,
+    (address, capacity): (u64, usize),
+) -> Result<(), Error> {
     let Some(reduction) = host_code(info)?.1 else {
         return unsafe {
-            crate::launch::enqueue_prepared(info, info.entry, stream, device, &prepared, address)
+            crate::launch::enqueue_prepared(info, info.entry, stream, device, prepared, address)
         };
     };
-    // Parallel split-K: both Params are built before anything is enqueued, so that an error
-    // leaves nothing half-launched.
     let reduce = run_prepare(info, reduction.prepare, args, args.encode_tiled.is_some())?;
     let reduce = reduce.map_err(|needed| Error::AbiMismatch {
         kernel: info.name,
         message: format!("the split-K reduction asked for {needed} bytes of workspace with {capacity} given"),
     })?;
-    unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, device, &prepared, address)? };
+    unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, device, prepared, address)? };
     unsafe { crate::launch::enqueue_prepared(info, reduction.entry, stream, device, &reduce, address) }
+}
+
+/// Work enqueued around a kernel whose operands live partly in scratch memory (staged operands,
+/// the 3xTF32 split): `bytes` of scratch, the kernel's operands for scratch at a base address,
+/// and what to enqueue before and after the kernel.
+pub(crate) struct Staging<'s> {
+    pub bytes: usize,
+    pub operands: &'s dyn Fn(u64) -> GemmOperands,
+    pub before: &'s dyn Fn(u64) -> Result<(), Error>,
+    pub after: &'s dyn Fn(u64) -> Result<(), Error>,
+}
+
+/// Runs `info` with its operands in scratch memory: the kernel's own workspace first, then
+/// `staging.bytes` of staging area, one allocation held until everything is enqueued.
+///
+/// # Safety
+/// As [`launch_raw`] for the user's operands that `staging` reads and writes; the stream's
+/// context is current.
+pub(crate) unsafe fn enqueue_staged(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    device: &device::DeviceProps,
+    tuning: Tuning,
+    workspace: Option<&mut Workspace>,
+    staging: &Staging<'_>,
+) -> Result<(), Error> {
+    // The kernel's workspace depends on extents and tiles, not on addresses: ask with a stand-in
+    // base (aligned like a real one), then place the staging area behind it.
+    const STAND_IN: u64 = 1 << 40;
+    let mut probe = tuned_plan(info, &(staging.operands)(STAND_IN), device, tuning)?;
+    probe.workspace = std::ptr::null_mut();
+    probe.workspace_capacity = 0;
+    let kernel_bytes = match info.prepare_status(&probe)? {
+        Ok(_) => 0,
+        Err(needed) => (needed as usize).next_multiple_of(256),
+    };
+    let mut scratch = Scratch::of(stream, workspace);
+    let (base, _) = scratch.at_least(stream, kernel_bytes + staging.bytes)?;
+    let stage_base = base + kernel_bytes as u64;
+    let mut args = tuned_plan(info, &(staging.operands)(stage_base), device, tuning)?;
+    args.workspace = base as *mut c_void;
+    args.workspace_capacity = kernel_bytes as u64;
+    let prepared = info.prepare_status(&args)?.map_err(|needed| Error::AbiMismatch {
+        kernel: info.name,
+        message: format!("prepare asked for {needed} bytes of workspace after saying {kernel_bytes}"),
+    })?;
+    (staging.before)(stage_base)?;
+    unsafe { enqueue_with_reduction(info, stream, device, &args, &prepared, (base, kernel_bytes))? };
+    (staging.after)(stage_base)
+}
+
+/// Bytes of scratch memory `info` needs for `operands` on `device`: its own workspace (stream-K,
+/// split-K) plus, for a 3xTF32-by-splitting kernel, the split operands. What a caller's
+/// [`Workspace`] must hold.
+pub fn workspace_bytes(
+    info: &'static KernelInfo,
+    operands: &GemmOperands,
+    device: &device::DeviceProps,
+) -> Result<usize, Error> {
+    if split_tf32::is_split(info) {
+        return split_tf32::workspace_bytes(info, operands, device);
+    }
+    let mut args = tuned_plan(info, operands, device, Tuning::default())?;
+    args.workspace = std::ptr::null_mut();
+    args.workspace_capacity = 0;
+    Ok(match info.prepare_status(&args)? {
+        Ok(_) => 0,
+        Err(needed) => needed as usize,
+    })
 }
 
 /// Checks operands against `info` on `device` and turns them into the flat ABI arguments of the

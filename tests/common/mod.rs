@@ -8,6 +8,7 @@ use cutlass_aot::{kernels, Error, GemmOperands, GemmProblem, KernelInfo, MatrixS
 
 /// An H100 SXM as `device::props` would report it.
 pub const H100: DeviceProps = DeviceProps {
+    name: "NVIDIA H100 80GB HBM3",
     multiprocessors: 132,
     compute_capability: 90,
     max_shared_memory_per_block_optin: 232_448,

@@ -7,7 +7,8 @@ use std::fmt;
 pub struct Problem {
     /// The file label passed to [`parse`](super::parse) (or the path given to [`load`](super::load)).
     pub file: String,
-    /// 1-based line, when known.
+    /// 1-based line. Every problem [`parse`](super::parse) finds has one (a missing top-level key
+    /// is at the document's first line); only a file [`load`](super::load) cannot read has none.
     pub line: Option<usize>,
     /// Where in the manifest, e.g. `operations[2].tile`; empty for YAML syntax errors.
     pub field: String,

@@ -60,8 +60,10 @@
 //!
 //! Reading goes: serde (`schema.rs`, key structure only) → typed families (`entry.rs`, `values.rs`)
 //! → keys per arch (`arch_keys.rs`) → kernels (`expand.rs`) → rules (`validate.rs`,
-//! `duplicates.rs`, `naming.rs`). Every problem is collected with its line (`source_map.rs`,
-//! `report.rs`) and all are returned together.
+//! `duplicates.rs`, `naming.rs`). Every problem is collected with its `file:line` (`source_map.rs`,
+//! over libyaml's events in `yaml_events.rs`; `report.rs`) and all are returned together, each
+//! once, in line order. Reading is linear in the size of the manifest (10,000 entries: well under a
+//! second); what aliases may expand to is bounded (`MAX_ALIAS_NODES`).
 
 mod arch_keys;
 mod duplicates;
@@ -74,6 +76,7 @@ mod schema;
 mod source_map;
 mod validate;
 mod values;
+mod yaml_events;
 
 pub use error::{ManifestError, Problem};
 
@@ -84,16 +87,38 @@ use std::path::Path;
 /// Reads and validates the manifest at `path`; problems are labelled with `path` as written.
 pub fn load(path: &Path) -> Result<Vec<GemmKernel>, ManifestError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|err| ManifestError {
+    let problem = |line, message| ManifestError {
         problems: vec![Problem {
             file: file.clone(),
-            line: None,
+            line,
             field: String::new(),
-            message: format!("cannot read the manifest: {err}"),
+            message,
         }],
+    };
+    let bytes =
+        std::fs::read(path).map_err(|err| problem(None, format!("cannot read the manifest: {err}")))?;
+    let text = String::from_utf8(bytes).map_err(|err| {
+        let (line, column, byte) = utf8_error_position(err.as_bytes(), err.utf8_error().valid_up_to());
+        let message = format!(
+            "cannot read the manifest: byte 0x{byte:02X} at column {column} is not valid UTF-8; a manifest \
+             is UTF-8 text"
+        );
+        problem(Some(line), message)
     })?;
     parse(&text, &file)
 }
+
+/// The 1-based line and column (in bytes) of byte `at` of `bytes`, and the byte itself.
+fn utf8_error_position(bytes: &[u8], at: usize) -> (usize, usize, u8) {
+    let before = &bytes[..at];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    (line, at - line_start + 1, bytes[at])
+}
+
+/// The most YAML nodes aliases may add to a manifest (each alias is a copy of its anchored node):
+/// far more than any real manifest needs, far less than what would exhaust memory.
+const MAX_ALIAS_NODES: u64 = 1_000_000;
 
 /// Validates manifest `text`, labelling problems with `file_label`, and returns its kernels in
 /// manifest order (families expanded).
@@ -102,11 +127,36 @@ pub fn parse(text: &str, file_label: &str) -> Result<Vec<GemmKernel>, ManifestEr
     // here: nothing after them could be trusted. Parsing as a plain value first tells the two apart.
     let fail = |err: serde_yaml::Error, prefix: &str| {
         let mut problem = Problem::from_yaml(file_label, &err);
+        // A few errors have no position in serde_yaml (more than one document, an alias that
+        // expands too much); every problem still gets a line.
+        if problem.line.is_none() {
+            problem.line = Some(source_map::unlocated_error_line(text, &problem.message));
+        }
+        // The end of a text without a final line break is one line further in libyaml's count.
+        problem.line = problem.line.map(|line| line.min(source_map::last_line(text)));
         problem.message.insert_str(0, prefix);
         ManifestError {
             problems: vec![problem],
         }
     };
+    // Aliases are copies to serde_yaml: bound what they expand to before it makes them.
+    if text.contains('*') {
+        if let Some(line) = source_map::alias_overflow(text, MAX_ALIAS_NODES) {
+            let message = format!(
+                "the aliases up to here expand the manifest by more than {MAX_ALIAS_NODES} YAML nodes; write \
+                 the values out, or alias smaller nodes fewer times"
+            );
+            let problem = Problem {
+                file: file_label.to_string(),
+                line: Some(line),
+                field: String::new(),
+                message,
+            };
+            return Err(ManifestError {
+                problems: vec![problem],
+            });
+        }
+    }
     serde_yaml::from_str::<serde_yaml::Value>(text).map_err(|err| fail(err, "invalid YAML: "))?;
     let raw: schema::RawManifest = serde_yaml::from_str(text).map_err(|err| fail(err, ""))?;
     let mut report = Report::new(file_label, text);

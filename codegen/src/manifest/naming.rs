@@ -1,6 +1,7 @@
 //! The `name` field: a template with `{placeholder}`s, rendered per kernel into a Rust identifier.
 
 use crate::model::{Api, GemmKernel};
+use std::collections::HashSet;
 
 /// Renders one placeholder for a kernel.
 type Render = fn(&GemmKernel) -> String;
@@ -80,32 +81,49 @@ fn allowed_placeholders() -> String {
 }
 
 impl Template {
-    /// Parses `text`, reporting every unknown placeholder and unbalanced brace.
+    /// Parses `text`, reporting every unknown placeholder and unbalanced brace (each distinct
+    /// problem once). Linear in the length of `text`, however many braces it holds.
     pub fn parse(text: &str) -> Result<Template, Vec<String>> {
         let mut pieces = Vec::new();
         let mut problems = Vec::new();
+        // `{` and `}` without a partner: each message quotes the whole template, so say it once.
+        let mut unbalanced = [false; 2];
+        let mut unbalanced_brace = |brace: u8, problems: &mut Vec<String>| {
+            let seen = &mut unbalanced[usize::from(brace == b'}')];
+            if !std::mem::replace(seen, true) {
+                problems.push(format!(
+                    "unbalanced `{}` in `{text}`; placeholders are written `{{name}}`, one of {}",
+                    char::from(brace),
+                    allowed_placeholders()
+                ));
+            }
+        };
+        let mut unknown = HashSet::new();
         let mut rest = text;
         while let Some(open) = rest.find(['{', '}']) {
             pieces.push(Piece::Text(rest[..open].to_string()));
+            let brace = rest.as_bytes()[open];
             let close = rest[open..].find('}').map(|c| open + c);
             match close {
-                Some(close) if rest.as_bytes()[open] == b'{' => {
+                Some(close) if brace == b'{' => {
                     let key = &rest[open + 1..close];
                     match PLACEHOLDERS.iter().position(|(p, ..)| *p == key) {
                         Some(i) => pieces.push(Piece::Hole(i)),
-                        None => problems.push(format!(
+                        None if unknown.insert(key) => problems.push(format!(
                             "unknown placeholder `{{{key}}}`; allowed placeholders: {}",
                             allowed_placeholders()
                         )),
+                        None => {}
                     }
                     rest = &rest[close + 1..];
                 }
-                _ => {
-                    problems.push(format!(
-                        "unbalanced `{}` in `{text}`; placeholders are written `{{name}}`, one of {}",
-                        &rest[open..open + 1],
-                        allowed_placeholders()
-                    ));
+                // No `}` is left: every brace from here on is an unbalanced `{`.
+                None => {
+                    unbalanced_brace(b'{', &mut problems);
+                    rest = "";
+                }
+                Some(_) => {
+                    unbalanced_brace(brace, &mut problems);
                     rest = &rest[open + 1..];
                 }
             }

@@ -1,12 +1,17 @@
 //! Collects problems while a manifest is read, attaching file, field path and line.
 
 use super::error::{ManifestError, Problem};
-use super::source_map::{SourceMap, Step};
+use super::source_map::{self, SourceMap, Step};
+use std::collections::HashSet;
 
 pub struct Report<'t> {
     file: &'t str,
     map: SourceMap<'t>,
     problems: Vec<Problem>,
+    /// The problems already reported, so that each is said once (in constant time).
+    seen: HashSet<Problem>,
+    /// The text's last line: no problem is shown past it.
+    last_line: usize,
 }
 
 impl<'t> Report<'t> {
@@ -15,12 +20,18 @@ impl<'t> Report<'t> {
             file,
             map: SourceMap::new(text),
             problems: Vec::new(),
+            seen: HashSet::new(),
+            last_line: source_map::last_line(text),
         }
     }
 
-    /// A problem with a top-level key (`version`, `operations`), at the key's line if present.
+    /// A problem with a top-level key (`version`, `operations`), at the key's line if present,
+    /// else at the document's first line (where a missing key belongs).
     pub fn top(&mut self, key: &str, message: String) {
-        let line = self.map.line(&[Step::Key(key)]);
+        let line = self
+            .map
+            .line(&[Step::Key(key)])
+            .unwrap_or_else(|| self.document_line());
         self.push(line, key.to_string(), message);
     }
 
@@ -42,8 +53,15 @@ impl<'t> Report<'t> {
             }
             line = line.or_else(|| self.map.line(&path));
         }
-        let line = line.or_else(|| self.entry_line(entry));
+        let line = line
+            .or_else(|| self.entry_line(entry))
+            .unwrap_or_else(|| self.document_line());
         self.push(line, field, message);
+    }
+
+    /// The line of the document's root node (1 for a document without nodes).
+    fn document_line(&self) -> usize {
+        self.map.line(&[]).unwrap_or(1)
     }
 
     /// The line of entry `entry` (its first key, i.e. the `- kind:` line).
@@ -59,15 +77,17 @@ impl<'t> Report<'t> {
         }
     }
 
-    fn push(&mut self, line: Option<usize>, field: String, message: String) {
+    fn push(&mut self, line: usize, field: String, message: String) {
         let problem = Problem {
             file: self.file.to_string(),
-            line,
+            // An empty value at the end of the text may start just past its last line.
+            line: Some(line.min(self.last_line)),
             field,
             message,
         };
         // A family repeats the same mistake in many kernels: say it once.
-        if !self.problems.contains(&problem) {
+        if !self.seen.contains(&problem) {
+            self.seen.insert(problem.clone());
             self.problems.push(problem);
         }
     }

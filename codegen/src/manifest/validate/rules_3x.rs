@@ -3,7 +3,8 @@
 
 use super::{alignment_c, list, stage_bytes, zero_components, Finding};
 use crate::model::{
-    DType, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, MathOp, OpClass, TileScheduler,
+    BatchMode, DType, EpilogueSchedule, GemmKernel, KernelSchedule, Layout, MathOp, OpClass, OperationKind,
+    TileScheduler,
 };
 
 /// sm_90's shared memory per threadblock with the opt-in carve-out (227 KiB).
@@ -64,12 +65,20 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
     if a_ok && stages(k, out) {
         shared_memory(k, out);
     }
-    if k.math != MathOp::MultiplyAdd {
+    // multiply_add_fast_f32 on Hopper: an ordinary TF32 kernel that the runtime feeds operands
+    // split into big and small TF32 parts along a 3x longer K (3xTF32 by splitting K).
+    let split_tf32 = k.math == MathOp::MultiplyAddFastF32
+        && k.element_a == DType::F32
+        && k.element_b == DType::F32
+        && k.kind == OperationKind::Gemm
+        && k.batch_mode == BatchMode::Strided;
+    if k.math != MathOp::MultiplyAdd && !split_tf32 {
         out.push((
             "math",
             format!(
                 "{} is not supported on arch 90 (CUTLASS 3.x has no such Hopper mainloop); allowed: \
-                 multiply_add (use arch 80 for fast-math f32 kernels such as multiply_add_fast_f32)",
+                 multiply_add, and multiply_add_fast_f32 for f32 GEMMs with strided batches (3xTF32 by \
+                 splitting K; use arch 80 for the other fast-math kernels)",
                 k.math
             ),
         ));

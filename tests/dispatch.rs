@@ -1,0 +1,264 @@
+//! Dispatch without a GPU: what it decides for problems no kernel reads as they lie (staging),
+//! the problem-level checks made once, the refusal a person reads, and the per-device table.
+
+mod common;
+
+use common::{ADDR_A, ADDR_B, ADDR_C, ADDR_D, H100};
+use cutlass_aot::dispatch::{self, stage::StagePlan, Choice, Policy, Signature, Table};
+use cutlass_aot::model::{DType, Layout};
+use cutlass_aot::{Error, GemmOperands, MatrixShape, Operand};
+
+/// Operands of a `dtype` problem with the given layouts, leading-dimension padding and element
+/// offset of every operand (buffers hold exactly what the shapes name).
+fn problem(
+    dtype: DType,
+    [la, lb, lc]: [Layout; 3],
+    (m, n, k, batch): (usize, usize, usize, usize),
+    pad: usize,
+    offset: u64,
+) -> (Signature, GemmOperands) {
+    let bytes = (dtype.bits() / 8) as u64;
+    let op = |rows: usize, cols: usize, layout: Layout, address: u64| {
+        let packed = MatrixShape::packed(rows, cols, layout);
+        let ld = packed.ld + pad;
+        let shape = MatrixShape {
+            ld,
+            batch_count: batch,
+            batch_stride: packed.outer(layout) * ld,
+            ..packed
+        };
+        Operand {
+            shape,
+            len: shape.required_len(layout).unwrap(),
+            address: address + offset * bytes,
+        }
+    };
+    let signature = Signature {
+        element_a: dtype,
+        element_b: dtype,
+        element_c: dtype,
+        layout_a: la,
+        layout_b: lb,
+        layout_c: lc,
+    };
+    let operands = GemmOperands {
+        a: op(m, k, la, ADDR_A),
+        b: op(k, n, lb, ADDR_B),
+        c: Some(op(m, n, lc, ADDR_C)),
+        d: op(m, n, lc, ADDR_D),
+        alpha: 1.0,
+        beta: 0.5,
+        split_k_slices: 1,
+        fusion: Default::default(),
+    };
+    (signature, operands)
+}
+
+const TN: [Layout; 3] = [Layout::Row, Layout::Column, Layout::Row];
+
+fn decide(signature: Signature, operands: &GemmOperands) -> Result<dispatch::Decision, Error> {
+    let registry = common::gemm_registry();
+    dispatch::decide(
+        registry,
+        &dispatch::NO_TABLE,
+        signature,
+        operands,
+        &H100,
+        Policy::default(),
+    )
+}
+
+#[test]
+fn aligned_problems_run_directly() {
+    let (sig, ops) = problem(DType::Bf16, TN, (1024, 1024, 1024, 1), 0, 0);
+    let decision = decide(sig, &ops).unwrap();
+    assert!(decision.staging.is_none());
+    assert_eq!(
+        decision.selection.kernel.api(),
+        cutlass_aot::model::Api::Cutlass3x
+    );
+}
+
+#[test]
+fn odd_k_stages_a_and_b_with_k_padded_and_zero_filled() {
+    for k in [700, 701, 4097] {
+        let (sig, ops) = problem(DType::F16, TN, (1024, 4096, k, 1), 0, 0);
+        let decision = decide(sig, &ops).unwrap_or_else(|e| panic!("k = {k}: {e}"));
+        let plan = decision.staging.expect("K not a multiple of 8 must be staged");
+        assert_eq!(plan.staged, ["A", "B"], "k = {k}");
+        let staged = plan.at(0);
+        let kp = k.next_multiple_of(8);
+        assert_eq!((staged.a.shape.cols, staged.b.shape.rows), (kp, kp));
+        // D is written in place; C is read in place.
+        assert_eq!(staged.d.address, ADDR_D);
+        assert_eq!(staged.c.unwrap().address, ADDR_C);
+        // Staging is an extra read and write of A and B (2 bytes an element), plus clearing them.
+        assert_eq!(plan.traffic, 2 * 2 * (1024 + 4096) * k + 2 * (1024 + 4096) * kp);
+    }
+}
+
+#[test]
+fn an_offset_view_stages_only_the_misaligned_operands() {
+    // Every operand one element off: all are staged, D copied back.
+    let (sig, ops) = problem(DType::Bf16, TN, (512, 512, 512, 1), 0, 1);
+    let plan = decide(sig, &ops).unwrap().staging.unwrap();
+    assert_eq!(plan.staged, ["A", "B", "C", "D"]);
+    // Only A one element off.
+    let (sig, mut ops) = problem(DType::Bf16, TN, (512, 512, 512, 1), 0, 0);
+    ops.a.address += 2;
+    let plan = decide(sig, &ops).unwrap().staging.unwrap();
+    assert_eq!(plan.staged, ["A"]);
+}
+
+#[test]
+fn odd_leading_dimensions_and_batch_strides_are_staged() {
+    let (sig, ops) = problem(DType::F16, TN, (256, 256, 256, 3), 3, 0);
+    let plan = decide(sig, &ops).unwrap().staging.unwrap();
+    assert_eq!(plan.staged, ["A", "B", "C", "D"]);
+    let staged = plan.at(1 << 20);
+    assert_eq!(staged.a.shape.batch_count, 3);
+    assert_eq!(staged.a.shape.ld % 8, 0);
+    assert_eq!(staged.a.address % 256, 0);
+}
+
+#[test]
+fn every_layout_combination_of_every_float_type_runs() {
+    let layouts = [Layout::Row, Layout::Column];
+    for dtype in [DType::F16, DType::Bf16, DType::F32, DType::F64] {
+        for la in layouts {
+            for lb in layouts {
+                for lc in layouts {
+                    for shape in [
+                        (1000, 1000, 1000, 1),
+                        (1, 4096, 4096, 1),
+                        (64, 64, 64, 128),
+                        (33, 17, 5, 2),
+                    ] {
+                        let (sig, ops) = problem(dtype, [la, lb, lc], shape, 0, 0);
+                        let decision = decide(sig, &ops)
+                            .unwrap_or_else(|e| panic!("{dtype} {la:?} {lb:?} {lc:?} {shape:?}: {e}"));
+                        // f32 problems keep f32 accuracy by default.
+                        assert!(!dispatch::rounds_to_tf32(decision.selection.kernel), "{dtype}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn k_zero_stages_zero_a_and_b_and_reads_c() {
+    let (sig, ops) = problem(DType::Bf16, TN, (64, 48, 0, 1), 0, 0);
+    dispatch::validate(sig, &ops).unwrap();
+    let plan = decide(sig, &ops).unwrap().staging.unwrap();
+    assert_eq!(plan.staged, ["A", "B"]);
+    let staged = plan.at(0);
+    assert_eq!(staged.a.shape.cols, 8);
+    assert_eq!(staged.c.unwrap().address, ADDR_C, "C is read where it is");
+    assert_eq!(staged.beta, 0.5);
+    // Nothing is copied from A or B: only cleared.
+    let plan = StagePlan::new(sig, &ops, TN);
+    assert_eq!(plan.traffic, (64 * 8 + 8 * 48) * 2);
+}
+
+#[test]
+fn problem_level_mistakes_are_reported_once_before_any_kernel() {
+    let message = |sig: Signature, ops: &GemmOperands| match dispatch::validate(sig, ops) {
+        Err(Error::InvalidArgument { kernel, message }) => {
+            assert_eq!(kernel, "dispatch");
+            assert_eq!(message.lines().count(), 1, "{message}");
+            message
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    let (sig, ops) = problem(DType::F16, TN, (128, 128, 128, 1), 0, 0);
+    // A buffer too short.
+    let mut short = ops;
+    short.b.len -= 1;
+    assert!(message(sig, &short)
+        .contains("B (128×128, ld 128, batch 1 × stride 16384) needs a buffer of 16384 elements"));
+    // ld below the extent.
+    let mut low = ops;
+    low.a.shape.ld = 100;
+    assert!(message(sig, &low).contains("leading dimension of A is 100"));
+    // An extent that overflows 32 bits.
+    let (sig2, big) = problem(DType::S8, TN, (1, 1, 1, 1), 0, 0);
+    let mut big = big;
+    big.a.shape.cols = 1 << 31;
+    big.b.shape.rows = 1 << 31;
+    assert!(message(sig2, &big).contains("k = 2147483648 overflows"));
+    // D's batches overlapping.
+    let (sig3, mut overlap) = problem(DType::F16, TN, (16, 16, 16, 2), 0, 0);
+    overlap.d.shape.batch_stride = 100;
+    assert!(
+        message(sig3, &overlap).contains("D's batch stride 100 is smaller than one matrix (256 elements)")
+    );
+    // Mismatched extents and a beta without C.
+    let mut mismatched = ops;
+    mismatched.b.shape.rows = 64;
+    assert!(message(sig, &mismatched).contains("B must have 128 rows"));
+    let no_c = GemmOperands { c: None, ..ops };
+    assert!(message(sig, &no_c).contains("beta is 0.5 but no C was given"));
+    // Empty problems are not mistakes.
+    for shape in [(0, 16, 16, 1), (16, 0, 16, 1), (16, 16, 0, 1), (16, 16, 16, 0)] {
+        let (sig, ops) = problem(DType::F16, TN, shape, 0, 0);
+        dispatch::validate(sig, &ops).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+    }
+}
+
+#[test]
+fn a_refusal_names_the_distinct_reasons_in_a_few_lines() {
+    // f16 A with bf16 B: no kernel of any layout or alignment takes it; staging cannot help.
+    let (mut sig, ops) = problem(DType::F16, TN, (100, 100, 100, 1), 0, 0);
+    sig.element_b = DType::Bf16;
+    let message = match decide(sig, &ops) {
+        Err(Error::InvalidArgument { message, .. }) => message,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    assert!(message.lines().count() <= 15, "{message}");
+    assert!(
+        message.starts_with("no kernel of this build can run D = A·B (100x100x100"),
+        "{message}"
+    );
+    assert!(message.contains("B is bf16 but the kernel takes"), "{message}");
+    assert!(message.contains("nearest: "), "{message}");
+    // No reason is listed twice.
+    let lines: Vec<&str> = message.lines().collect();
+    let mut unique = lines.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), lines.len(), "{message}");
+    // TF32 is never picked for f32 unless allowed; with the policy it is.
+    let (sig, ops) = problem(DType::F32, TN, (4096, 4096, 4096, 1), 0, 0);
+    let registry = common::gemm_registry();
+    let allow = Policy { allow_tf32: true };
+    let d = dispatch::decide(registry, &dispatch::NO_TABLE, sig, &ops, &H100, allow).unwrap();
+    assert!(
+        dispatch::rounds_to_tf32(d.selection.kernel),
+        "{}",
+        d.selection.kernel.rust_name
+    );
+    assert_eq!(d.selection.choice, Choice::Heuristic);
+}
+
+#[test]
+fn tables_are_chosen_per_device() {
+    static TABLES: [Table; 2] = [
+        Table::new("NVIDIA H200", "2026-11-21", &[]),
+        Table::new("NVIDIA H100 80GB HBM3", "2026-11-23", &[]),
+    ];
+    let pick = |name: &str, cc: u32| dispatch::table_for(&TABLES, name, cc).map(|t| t.device);
+    assert_eq!(pick("NVIDIA H100 80GB HBM3", 90), Some("NVIDIA H100 80GB HBM3"));
+    assert_eq!(pick("NVIDIA H200", 90), Some("NVIDIA H200"));
+    // Another H100 part: same model.
+    assert_eq!(pick("NVIDIA H100 PCIe", 90), Some("NVIDIA H100 80GB HBM3"));
+    // Another Hopper: the H100 table.
+    assert_eq!(pick("NVIDIA GH200 480GB", 90), Some("NVIDIA H100 80GB HBM3"));
+    // Ampere without a table of its own: the heuristic.
+    assert_eq!(pick("NVIDIA A100-SXM4-80GB", 80), None);
+    // The build embeds the measured tables with their devices.
+    for table in cutlass_aot::kernels::DISPATCH_TABLES {
+        assert!(table.device.starts_with("NVIDIA "), "{:?}", table.device);
+        assert!(!table.entries.is_empty());
+    }
+}

@@ -1,0 +1,413 @@
+//! GPU suite of `dispatch`: every problem torch.matmul accepts runs, whatever its shape, layouts,
+//! leading dimensions, batch strides or element offset, and matches an f64 host reference;
+//! empty problems and K = 0 behave as in BLAS; a caller's workspace is used and a too-small one is
+//! refused; f32 problems keep f32 accuracy unless TF32 is allowed.
+//!
+//! Where no NVIDIA driver or device exists, every test is reported as *ignored* with the reason.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
+use cutlass_aot::dispatch::{self, Options, Policy, Signature};
+use cutlass_aot::model::{DType, Layout};
+use cutlass_aot::verify::{self, HostMatrix};
+use cutlass_aot::verify::{is_poison, poison};
+use cutlass_aot::{GemmOperands, MatrixShape, Operand, Workspace};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+/// One problem: extents, the extra leading-dimension padding and batch-stride slack (elements),
+/// and the element offset of every operand's first element (0: the buffer's start).
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    name: &'static str,
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    pad: usize,
+    slack: usize,
+    offset: usize,
+    beta: f64,
+    broadcast_b: bool,
+}
+
+const fn case(name: &'static str, (m, n, k, batch): (usize, usize, usize, usize)) -> Case {
+    Case {
+        name,
+        m,
+        n,
+        k,
+        batch,
+        pad: 0,
+        slack: 0,
+        offset: 0,
+        beta: 0.0,
+        broadcast_b: false,
+    }
+}
+
+const CASES: &[Case] = &[
+    case("aligned", (128, 256, 64, 1)),
+    // K = 700 (a multiple of 4, not of 8) and an odd K: no default kernel reads these directly.
+    Case {
+        beta: 0.5,
+        ..case("k700", (96, 80, 700, 1))
+    },
+    case("odd_everything", (33, 65, 701, 1)),
+    // Odd leading dimensions and an element offset (a view 1 element into its buffer).
+    Case {
+        pad: 3,
+        offset: 1,
+        beta: -1.0,
+        ..case("odd_ld_offset_view", (40, 72, 136, 1))
+    },
+    // Batches with strides that are not multiples of anything, and a broadcast B.
+    Case {
+        slack: 5,
+        pad: 1,
+        ..case("batched_odd_strides", (24, 40, 56, 3))
+    },
+    Case {
+        broadcast_b: true,
+        beta: 1.0,
+        ..case("batched_broadcast_b", (64, 48, 96, 4))
+    },
+    case("tiny", (1, 1, 1, 1)),
+    case("decode_m1", (1, 520, 264, 1)),
+    // K = 0: D = beta·C (or zeros), computed without reading A or B.
+    Case {
+        beta: 0.75,
+        ..case("k0_beta", (40, 24, 0, 2))
+    },
+    case("k0_no_c", (17, 9, 0, 1)),
+];
+
+/// A host matrix with `pad` extra elements per line and `slack` extra elements between batches.
+fn host(
+    dtype: DType,
+    layout: Layout,
+    (rows, cols, batch): (usize, usize, usize),
+    c: &Case,
+    seed: Option<u64>,
+) -> HostMatrix {
+    let packed = MatrixShape::packed(rows, cols, layout);
+    let ld = packed.ld + c.pad;
+    let one = packed.outer(layout) * ld;
+    let shape = MatrixShape {
+        ld: ld.max(1),
+        batch_count: batch,
+        batch_stride: one + c.slack,
+        ..packed
+    };
+    let len = shape.required_len(layout).unwrap().max(1);
+    let data = match seed {
+        Some(seed) => verify::random_values(dtype, len, seed),
+        None => vec![poison(dtype); len],
+    };
+    HostMatrix { shape, layout, data }
+}
+
+/// A host matrix on the device, `offset` elements into its buffer (poison before it).
+struct OnDevice {
+    host: HostMatrix,
+    dtype: DType,
+    offset: usize,
+    buffer: CudaSlice<u8>,
+}
+
+impl OnDevice {
+    fn upload(
+        stream: &Arc<CudaStream>,
+        host: HostMatrix,
+        dtype: DType,
+        offset: usize,
+    ) -> Result<Self, Failed> {
+        let mut values = vec![poison(dtype); offset];
+        values.extend_from_slice(&host.data);
+        let buffer = stream
+            .clone_htod(&verify::encode(dtype, &values))
+            .map_err(|e| format!("upload: {e}"))?;
+        Ok(OnDevice {
+            host,
+            dtype,
+            offset,
+            buffer,
+        })
+    }
+
+    fn operand(&self, stream: &CudaStream) -> Operand {
+        let (address, _guard) = self.buffer.device_ptr(stream);
+        let bytes = verify::element_bytes(self.dtype);
+        Operand {
+            shape: self.host.shape,
+            len: self.host.data.len(),
+            address: address + (self.offset * bytes) as u64,
+        }
+    }
+
+    fn download(&self, stream: &Arc<CudaStream>) -> Result<Vec<f64>, Failed> {
+        let bytes = stream
+            .clone_dtoh(&self.buffer)
+            .map_err(|e| format!("download: {e}"))?;
+        Ok(verify::decode(self.dtype, &bytes))
+    }
+}
+
+/// The relative error dispatch must reach for `dtype` under `policy` (f32: f32 accuracy unless
+/// TF32 is allowed).
+fn tolerance(dtype: DType, policy: Policy) -> f64 {
+    match dtype {
+        DType::F16 => 5e-3,
+        DType::Bf16 => 2e-2,
+        DType::F32 if policy.allow_tf32 => 5e-3,
+        DType::F32 => 1e-5,
+        _ => 1e-12,
+    }
+}
+
+/// Runs `case` with `dtype` operands in layouts `(la, lb, lc)` through `dispatch::launch_raw` and
+/// checks every element of D against the reference, and that nothing outside D was written.
+fn run(
+    ctx: &Arc<CudaContext>,
+    dtype: DType,
+    [la, lb, lc]: [Layout; 3],
+    c: Case,
+    policy: Policy,
+) -> Result<(), Failed> {
+    let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
+    let batch_b = if c.broadcast_b { 1 } else { c.batch };
+    let a = host(dtype, la, (c.m, c.k, c.batch), &c, Some(1));
+    let b = host(dtype, lb, (c.k, c.n, batch_b), &c, Some(2));
+    let cm = host(dtype, lc, (c.m, c.n, c.batch), &c, Some(3));
+    let d = host(dtype, lc, (c.m, c.n, c.batch), &c, None);
+    let alpha = 1.25;
+    let mut expected = d.clone();
+    verify::reference_gemm(
+        &a,
+        &b,
+        (c.beta != 0.0).then_some(&cm),
+        &mut expected,
+        alpha,
+        c.beta,
+    );
+    let (da, db) = (
+        OnDevice::upload(&stream, a, dtype, c.offset)?,
+        OnDevice::upload(&stream, b, dtype, c.offset)?,
+    );
+    let dc = OnDevice::upload(&stream, cm, dtype, c.offset)?;
+    let dd = OnDevice::upload(&stream, d, dtype, c.offset)?;
+    let operands = GemmOperands {
+        a: da.operand(&stream),
+        b: db.operand(&stream),
+        c: (c.beta != 0.0).then(|| dc.operand(&stream)),
+        d: dd.operand(&stream),
+        alpha,
+        beta: c.beta,
+        split_k_slices: 1,
+        fusion: Default::default(),
+    };
+    let signature = Signature {
+        element_a: dtype,
+        element_b: dtype,
+        element_c: dtype,
+        layout_a: la,
+        layout_b: lb,
+        layout_c: lc,
+    };
+    let options = Options {
+        policy,
+        workspace: None,
+    };
+    // SAFETY: live buffers of `dtype` holding every element their shapes name.
+    let ran = unsafe { dispatch::launch_raw(&stream, signature, &operands, options) }
+        .map_err(|e| format!("dispatch refused: {e}"))?;
+    stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
+    let out = dd.download(&stream)?;
+    let out = &out[c.offset..];
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    for (i, (&o, &e)) in out.iter().zip(&expected.data).enumerate() {
+        if is_poison(dtype, e) {
+            if !is_poison(dtype, o) {
+                return Err(format!("{}: element {i} outside D was written ({o})", ran.describe()).into());
+            }
+        } else {
+            got.push(o);
+            want.push(verify::round_to(dtype, e));
+        }
+    }
+    if got.len() != c.m * c.n * c.batch {
+        return Err(format!("D has {} elements, expected {}", got.len(), c.m * c.n * c.batch).into());
+    }
+    let error = verify::relative_error(&got, &want);
+    let limit = tolerance(dtype, policy);
+    if error.is_nan() || error > limit {
+        return Err(format!("relative error {error:.3e} > {limit:.0e} with {}", ran.describe()).into());
+    }
+    Ok(())
+}
+
+/// M, N or batch 0: Ok, nothing launched, D untouched.
+fn empty_problems(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
+    let buffer: CudaSlice<u8> = stream.alloc_zeros(64).map_err(|e| e.to_string())?;
+    let (address, _guard) = buffer.device_ptr(&stream);
+    let signature = Signature {
+        element_a: DType::F16,
+        element_b: DType::F16,
+        element_c: DType::F16,
+        layout_a: Layout::Row,
+        layout_b: Layout::Column,
+        layout_c: Layout::Row,
+    };
+    for (m, n, k, batch) in [(0, 8, 8, 1), (8, 0, 8, 1), (8, 8, 8, 0), (0, 0, 0, 0)] {
+        let op = |rows: usize, cols: usize, layout: Layout| Operand {
+            shape: MatrixShape {
+                batch_count: batch,
+                ..MatrixShape::packed(rows, cols, layout)
+            },
+            len: 0,
+            address,
+        };
+        let operands = GemmOperands {
+            a: op(m, k, Layout::Row),
+            b: op(k, n, Layout::Column),
+            c: None,
+            d: op(m, n, Layout::Row),
+            alpha: 1.0,
+            beta: 0.0,
+            split_k_slices: 1,
+            fusion: Default::default(),
+        };
+        // SAFETY: nothing is read or written for an empty problem (len 0 is checked).
+        let ran = unsafe { dispatch::launch_raw(&stream, signature, &operands, Options::default()) }
+            .map_err(|e| format!("{m}x{n}x{k} batch {batch}: {e}"))?;
+        if ran.kernel.is_some() {
+            return Err(format!("{m}x{n}x{k} batch {batch} launched {}", ran.describe()).into());
+        }
+    }
+    Ok(())
+}
+
+/// A caller's workspace: a staged problem runs in it; one byte short is refused, launching nothing.
+fn explicit_workspace(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
+    let (m, n, k) = (64, 64, 700);
+    let dtype = DType::F16;
+    let c = case("ws", (m, n, k, 1));
+    let a = OnDevice::upload(
+        &stream,
+        host(dtype, Layout::Row, (m, k, 1), &c, Some(4)),
+        dtype,
+        0,
+    )?;
+    let b = OnDevice::upload(
+        &stream,
+        host(dtype, Layout::Column, (k, n, 1), &c, Some(5)),
+        dtype,
+        0,
+    )?;
+    let d = OnDevice::upload(&stream, host(dtype, Layout::Row, (m, n, 1), &c, None), dtype, 0)?;
+    let operands = GemmOperands {
+        a: a.operand(&stream),
+        b: b.operand(&stream),
+        c: None,
+        d: d.operand(&stream),
+        alpha: 1.0,
+        beta: 0.0,
+        split_k_slices: 1,
+        fusion: Default::default(),
+    };
+    let signature = Signature {
+        element_a: dtype,
+        element_b: dtype,
+        element_c: dtype,
+        layout_a: Layout::Row,
+        layout_b: Layout::Column,
+        layout_c: Layout::Row,
+    };
+    let need = dispatch::workspace_bytes(&stream, signature, &operands, Policy::default())?;
+    if need == 0 {
+        return Err("a staged problem (K = 700) reported no workspace".into());
+    }
+    let mut short = Workspace::new(&stream, need - 1)?;
+    let options = Options {
+        policy: Policy::default(),
+        workspace: Some(&mut short),
+    };
+    // SAFETY: live buffers of f16 holding every element their shapes name.
+    match unsafe { dispatch::launch_raw(&stream, signature, &operands, options) } {
+        Ok(ran) => return Err(format!("a workspace one byte short was accepted: {}", ran.describe()).into()),
+        Err(e) if !e.to_string().contains(&format!("needs {need} bytes")) => {
+            return Err(format!("unexpected refusal: {e}").into())
+        }
+        Err(_) => {}
+    }
+    stream.synchronize().map_err(|e| e.to_string())?;
+    if !d.download(&stream)?.iter().all(|v| v.is_nan()) {
+        return Err("a refused launch wrote D".into());
+    }
+    let mut enough = Workspace::new(&stream, need)?;
+    let before = cutlass_aot::workspace::cached_bytes();
+    let options = Options {
+        policy: Policy::default(),
+        workspace: Some(&mut enough),
+    };
+    // SAFETY: as above.
+    unsafe { dispatch::launch_raw(&stream, signature, &operands, options) }?;
+    stream.synchronize().map_err(|e| e.to_string())?;
+    if cutlass_aot::workspace::cached_bytes() != before {
+        return Err("a launch with a caller's workspace grew the cache".into());
+    }
+    if d.download(&stream)?.iter().any(|v| v.is_nan()) {
+        return Err("D was not computed in the caller's workspace".into());
+    }
+    Ok(())
+}
+
+type GpuTest = Box<dyn Fn(&Arc<CudaContext>) -> Result<(), Failed> + Send + Sync>;
+
+fn main() {
+    let args = Arguments::from_args();
+    let gpu: Result<Arc<CudaContext>, String> = cutlass_aot::device::context(0).map_err(|e| e.to_string());
+    let mut trials = Vec::new();
+    let mut add = |name: String, body: GpuTest| {
+        let gpu = gpu.clone();
+        trials.push(Trial::ignorable_test(name, move || match gpu {
+            Err(reason) => Ok(Completion::ignored_with(format!("needs a GPU: {reason}"))),
+            Ok(ctx) => body(&ctx).map(|()| Completion::Completed),
+        }));
+    };
+    let letter = |l: Layout| if l == Layout::Row { 't' } else { 'n' };
+    for dtype in [DType::F16, DType::Bf16, DType::F32, DType::F64] {
+        for la in [Layout::Row, Layout::Column] {
+            for lb in [Layout::Row, Layout::Column] {
+                for lc in [Layout::Row, Layout::Column] {
+                    for &c in CASES {
+                        let name = format!("{dtype}_{}{}{}_{}", letter(la), letter(lb), letter(lc), c.name);
+                        add(
+                            name,
+                            Box::new(move |ctx| run(ctx, dtype, [la, lb, lc], c, Policy::default())),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for &c in &CASES[..4] {
+        add(
+            format!("f32_tnt_allow_tf32_{}", c.name),
+            Box::new(move |ctx| {
+                run(
+                    ctx,
+                    DType::F32,
+                    [Layout::Row, Layout::Column, Layout::Row],
+                    c,
+                    Policy { allow_tf32: true },
+                )
+            }),
+        );
+    }
+    add("empty_problems_launch_nothing".into(), Box::new(empty_problems));
+    add("explicit_workspace".into(), Box::new(explicit_workspace));
+    libtest_mimic::run(&args, trials).exit();
+}
