@@ -48,6 +48,8 @@ struct CopyArgs {
     rows: i64,
     cols: i64,
     batch: i64,
+    dst_rows: i64,
+    dst_cols: i64,
 }
 
 #[repr(C)]
@@ -63,7 +65,8 @@ struct SplitArgs {
     reserved: i32,
 }
 
-/// `rows × cols × batch` elements of `element_bytes` bytes each, from `src` to `dst`.
+/// `rows × cols × batch` elements of `element_bytes` bytes each, from `src` to `dst`; a larger
+/// destination (`dst_rows × dst_cols`) is padded with zeros.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Copy2d {
     pub element_bytes: usize,
@@ -72,6 +75,8 @@ pub(crate) struct Copy2d {
     pub rows: usize,
     pub cols: usize,
     pub batch: usize,
+    pub dst_rows: usize,
+    pub dst_cols: usize,
 }
 
 impl Copy2d {
@@ -81,7 +86,7 @@ impl Copy2d {
     /// Both views must address device memory holding every element they name; the stream's context
     /// must be current.
     pub unsafe fn enqueue(&self, stream: &CudaStream) -> Result<(), Error> {
-        if self.rows == 0 || self.cols == 0 || self.batch == 0 {
+        if self.dst_rows == 0 || self.dst_cols == 0 || self.batch == 0 {
             return Ok(());
         }
         let entry: &'static CStr = match self.element_bytes {
@@ -102,8 +107,10 @@ impl Copy2d {
             rows: self.rows as i64,
             cols: self.cols as i64,
             batch: self.batch as i64,
+            dst_rows: self.dst_rows as i64,
+            dst_cols: self.dst_cols as i64,
         };
-        unsafe { launch(stream, entry, &args, (self.rows, self.cols, self.batch)) }
+        unsafe { launch(stream, entry, &args, (self.dst_rows, self.dst_cols, self.batch)) }
     }
 }
 

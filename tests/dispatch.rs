@@ -92,8 +92,8 @@ fn odd_k_stages_a_and_b_with_k_padded_and_zero_filled() {
         // D is written in place; C is read in place.
         assert_eq!(staged.d.address, ADDR_D);
         assert_eq!(staged.c.unwrap().address, ADDR_C);
-        // Staging is an extra read and write of A and B (2 bytes an element), plus clearing them.
-        assert_eq!(plan.traffic, 2 * 2 * (1024 + 4096) * k + 2 * (1024 + 4096) * kp);
+        // Staging reads A and B and writes them padded (2 bytes an element), zeros included.
+        assert_eq!(plan.traffic, 2 * (1024 + 4096) * (k + kp));
     }
 }
 
@@ -261,4 +261,45 @@ fn tables_are_chosen_per_device() {
         assert!(table.device.starts_with("NVIDIA "), "{:?}", table.device);
         assert!(!table.entries.is_empty());
     }
+}
+
+/// A repeated problem is decided from the memo: a hash lookup, not a scan of the table and every
+/// kernel's rules (the first staged decision takes hundreds of microseconds).
+#[test]
+fn repeated_problems_are_decided_from_the_memo() {
+    let registry = common::gemm_registry();
+    let table = &cutlass_aot::kernels::DISPATCH_TABLES[0];
+    for shape in [(4096, 4096, 700, 1), (64, 64, 64, 256)] {
+        let (sig, ops) = problem(DType::F16, TN, shape, 0, 0);
+        let first = dispatch::decide(registry, table, sig, &ops, &H100, Policy::default()).unwrap();
+        let start = std::time::Instant::now();
+        for _ in 0..1000 {
+            let again = dispatch::decide(registry, table, sig, &ops, &H100, Policy::default()).unwrap();
+            assert_eq!(again.selection.kernel.name, first.selection.kernel.name);
+            assert_eq!(again.staging, first.staging);
+        }
+        let per_call = start.elapsed() / 1000;
+        assert!(
+            per_call.as_micros() < 50,
+            "{shape:?}: {per_call:?} per repeated decision"
+        );
+    }
+}
+
+/// A 2.x kernel in the problem's own layouts loses to copying one operand into the layout of a 3.x
+/// kernel when the copy is small next to the product: a small-M problem with a column-major A runs
+/// transposed on a narrow-tile 3.x kernel after copying A's 16 rows.
+#[test]
+fn staging_beats_a_slower_direct_kernel() {
+    let nn = [Layout::Column, Layout::Column, Layout::Row];
+    let (sig, ops) = problem(DType::Bf16, nn, (16, 8192, 8192, 1), 0, 0);
+    let d = decide(sig, &ops).unwrap();
+    assert_eq!(d.selection.kernel.api(), cutlass_aot::model::Api::Cutlass3x);
+    assert_eq!(d.staging.unwrap().staged, ["A"]);
+    // A tiny problem is not worth a copy; nor is f64, whose only kernels are 2.x.
+    let (sig, ops) = problem(DType::Bf16, nn, (64, 64, 64, 1), 0, 0);
+    assert!(decide(sig, &ops).unwrap().staging.is_none());
+    let tt = [Layout::Row, Layout::Row, Layout::Row];
+    let (sig, ops) = problem(DType::F64, tt, (4096, 4096, 4096, 1), 0, 0);
+    assert!(decide(sig, &ops).unwrap().staging.is_none());
 }

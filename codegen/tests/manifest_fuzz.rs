@@ -152,6 +152,26 @@ fn ten_thousand_entries_with_three_problems_each_in_under_two_seconds() {
     );
 }
 
+/// Flow lists nested 300,000 deep (libyaml alone would take minutes over them) are refused at
+/// once, at the line of the first list too deep.
+#[test]
+fn deeply_nested_lists_are_refused_fast() {
+    for open in ["[", "{a: ", "[\n"] {
+        let text = format!("version: 1\noperations:\n  - {}", open.repeat(300_000));
+        let (result, time) = timed(|| manifest::parse(&text, "deep.yaml"));
+        let err = result.expect_err("too deep");
+        assert!(time < SCALE_LIMIT, "took {time:?}");
+        let line = if open.ends_with('\n') { 129 } else { 3 };
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "deep.yaml:{line}: invalid YAML: recursion limit exceeded: lists and mappings nested more \
+                 than 128 deep"
+            )
+        );
+    }
+}
+
 /// A family that repeats one mistake thousands of times says it once, fast.
 #[test]
 fn a_family_of_thousands_of_duplicates_says_so_once() {
@@ -573,7 +593,7 @@ fn mutate(rng: &mut Rng, text: &str) -> String {
         }
         // Deep nesting (flow or block), sometimes past serde_yaml's recursion limit.
         14 if n > 0 => {
-            let depth = [2usize, 10, 100, 127, 128, 129, 300, 5000][rng.below(8)];
+            let depth = [2usize, 10, 100, 126, 127, 128, 300, 5000, 50_000][rng.below(9)];
             let value = match rng.below(3) {
                 0 => format!("{}1{}", "[".repeat(depth), "]".repeat(depth)),
                 1 => format!("{}1{}", "{a: ".repeat(depth), "}".repeat(depth)),

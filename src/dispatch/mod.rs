@@ -29,6 +29,7 @@ use crate::registry::Registry;
 use crate::types::{Element, LayoutTag};
 use crate::CudaStream;
 
+mod memo;
 mod refusal;
 pub mod stage;
 
@@ -575,10 +576,37 @@ pub struct Decision {
     pub staging: Option<stage::StagePlan>,
 }
 
-/// Chooses how to run `operands`: directly when a kernel takes them as they lie, else through
-/// staging (the layouts whose staging moves the fewest bytes). Err: the readable refusal. Pure
+/// Chooses how to run `operands`: directly on a kernel that takes them as they lie, or through
+/// staging into the layouts whose copies plus kernel are estimated fastest (staging only where no
+/// kernel runs the problem directly, or where it is estimated clearly faster than the direct
+/// kernel, see `STAGING_MARGIN`). Err: the readable refusal. Pure
 /// host code (`device` as [`crate::device::props`] reports it): what [`launch_raw_with`] will do.
+///
+/// Decisions are remembered per problem (see `memo`): a repeated problem costs a hash lookup.
 pub fn decide(
+    registry: &Registry,
+    table: &Table,
+    signature: Signature,
+    operands: &GemmOperands,
+    device: &crate::device::DeviceProps,
+    policy: Policy,
+) -> Result<Decision, Error> {
+    let key = memo::Key::new(registry, table, device, policy, signature, operands);
+    if let Some((selection, staged_layouts)) = memo::get(&key) {
+        let staging = staged_layouts.map(|layouts| stage::StagePlan::new(signature, operands, layouts));
+        return Ok(Decision { selection, staging });
+    }
+    let decision = decide_afresh(registry, table, signature, operands, device, policy)?;
+    let staged_layouts = decision.staging.as_ref().map(|plan| {
+        let s = plan.signature;
+        [s.layout_a, s.layout_b, s.layout_c]
+    });
+    memo::put(key, (decision.selection, staged_layouts));
+    Ok(decision)
+}
+
+/// [`decide`] without the memo.
+fn decide_afresh(
     registry: &Registry,
     table: &Table,
     signature: Signature,
@@ -592,14 +620,18 @@ pub fn decide(
     } else {
         Err(Error::invalid("dispatch", String::new()))
     };
-    if let Ok(selection) = direct {
-        return Ok(Decision {
-            selection,
-            staging: None,
-        });
-    }
+    // A direct run is estimated like a staged one; staging must win clearly (the direct choice
+    // may come from the measured table, staging estimates only from the model).
+    let direct_seconds = direct.as_ref().ok().map(|selection| {
+        let oriented = match selection.orientation {
+            Orientation::AsGiven => problem.clone(),
+            Orientation::Transposed => transposed(&problem),
+        };
+        estimated_seconds(selection.kernel, &oriented, device.multiprocessors) * STAGING_MARGIN
+    });
     // Every layout combination a kernel could take: the one whose staging and kernel together
-    // take the least estimated time.
+    // take the least estimated time (a 2.x kernel in the problem's layouts can lose to copying an
+    // operand into the layout of a 3.x kernel, or of a narrow-tile kernel run transposed).
     let layouts = [Layout::Row, Layout::Column];
     let mut best: Option<(f64, Selection, stage::StagePlan)> = None;
     for la in layouts {
@@ -617,7 +649,8 @@ pub fn decide(
                     Orientation::Transposed => transposed(&staged),
                 };
                 let seconds = estimated_seconds(selection.kernel, &oriented, device.multiprocessors)
-                    + plan.traffic as f64 / STAGING_BYTES_PER_SECOND;
+                    + plan.traffic as f64 / STAGING_BYTES_PER_SECOND
+                    + plan.launches() as f64 * STAGING_LAUNCH_SECONDS;
                 if best.as_ref().is_some_and(|(fastest, ..)| *fastest <= seconds) {
                     continue;
                 }
@@ -625,18 +658,36 @@ pub fn decide(
             }
         }
     }
-    match best {
-        Some((_, selection, plan)) => Ok(Decision {
+    match (direct, best) {
+        (Ok(selection), Some((seconds, ..))) if direct_seconds.is_some_and(|d| d <= seconds) => {
+            Ok(Decision {
+                selection,
+                staging: None,
+            })
+        }
+        (_, Some((_, selection, plan))) => Ok(Decision {
             selection,
             staging: Some(plan),
         }),
-        None => Err(refusal::no_kernel(registry, &problem, policy)),
+        (Ok(selection), None) => Ok(Decision {
+            selection,
+            staging: None,
+        }),
+        (Err(_), None) => Err(refusal::no_kernel(registry, &problem, policy)),
     }
 }
 
-/// Bandwidth a staging copy is assumed to reach (a fraction of an H100's 3.35 TB/s): only
-/// compared with [`estimated_seconds`] to weigh staging against kernel time.
-const STAGING_BYTES_PER_SECOND: f64 = 2.0e12;
+/// What one staging copy or fill costs beyond its bytes (launch and tail, measured ~2-4 µs).
+const STAGING_LAUNCH_SECONDS: f64 = 3e-6;
+
+/// How much faster than a direct run a staged run must be estimated to be chosen (the direct
+/// estimate is scaled by this).
+const STAGING_MARGIN: f64 = 0.8;
+
+/// Bandwidth a staging copy reaches (bytes read + written per second): 0.66e12 measured on an
+/// H100 for a transposing bf16 copy of 4096² (the tiled copy moves 2-byte elements one at a time).
+/// Only compared with [`estimated_seconds`] to weigh staging against kernel time.
+const STAGING_BYTES_PER_SECOND: f64 = 0.66e12;
 
 /// A rough time for `kernel` on `problem`: [`estimated_cost`] (the busiest SM's multiply-adds)
 /// at a per-SM rate of an H100's tensor cores, 35 % lower for a CUTLASS 2.x kernel (measured 476

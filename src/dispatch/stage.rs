@@ -5,15 +5,17 @@
 //! build has no kernel for is refused by every kernel. Dispatch then *stages* the operands that
 //! stand in the way: each is copied (by the runtime's tiled copy kernel, transposing where the
 //! layout differs) into a packed buffer of the workspace in the layout a kernel takes, with its
-//! contiguous extent padded to 16 bytes. A K padded this way is zero-filled in A and B, so the
-//! padding adds nothing to the products; an M or N padded this way only adds rows or columns of
-//! the staged D, which are not copied back.
+//! contiguous extent padded to 16 bytes. The copy writes the padding as zeros: a K padded this way
+//! adds nothing to the products; an M or N padded this way only adds rows or columns of the staged
+//! D, which are not copied back.
 //!
 //! K = 0 is the same mechanism: A and B are staged as zero matrices of one padded K step (nothing
 //! is read from them), so the kernel's epilogue computes D = β·C on the GPU.
 //!
-//! A staged launch costs one extra read and write of each staged operand: small next to the
-//! GEMM's work for all but tiny problems, and only paid where no kernel runs the problem directly.
+//! A staged launch costs one extra read and write of each staged operand and a launch per copy:
+//! dispatch stages only where no kernel runs the problem directly, or where its model estimates
+//! the copies plus a faster kernel clearly below the direct kernel (a 2.x kernel in the problem's
+//! layouts against a 3.x kernel after copying one operand).
 
 use crate::gemm::{GemmOperands, Operand};
 use crate::matrix::MatrixShape;
@@ -29,7 +31,7 @@ const BUFFER_ALIGN: usize = 256;
 /// widest vector any kernel reads.
 const VECTOR_BYTES: usize = 16;
 
-/// How to run a problem on kernels that take `signature`'s layouts: what to zero and copy into the
+/// How to run a problem on kernels that take `signature`'s layouts: what to copy into the
 /// staging area before the kernel, what to copy out after it, and the operands the kernel sees.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StagePlan {
@@ -45,8 +47,6 @@ pub struct StagePlan {
     operands: GemmOperands,
     /// Which of A, B, C, D are in the staging area.
     relative: [bool; 4],
-    /// (offset, bytes) to zero before the copies.
-    zero: Vec<(usize, usize)>,
     copies_in: Vec<Copy2d>,
     copy_out: Option<Copy2d>,
 }
@@ -96,7 +96,6 @@ impl StagePlan {
             staged: Vec::new(),
             operands: *ops,
             relative: [false; 4],
-            zero: Vec::new(),
             copies_in: Vec::new(),
             copy_out: None,
         };
@@ -115,6 +114,8 @@ impl StagePlan {
                     rows: m,
                     cols: n,
                     batch,
+                    dst_rows: m,
+                    dst_cols: n,
                 });
                 plan.traffic += 2 * m * n * batch * bc;
                 Some(Placed {
@@ -133,6 +134,8 @@ impl StagePlan {
                 rows: m,
                 cols: n,
                 batch,
+                dst_rows: m,
+                dst_cols: n,
             });
             plan.traffic += 2 * m * n * batch * bc;
         }
@@ -201,13 +204,9 @@ impl StagePlan {
                 staged: true,
             };
         }
-        // Padding along K must read as zeros (it is summed over); padding along M or N only
-        // reaches outputs that are not copied back, but is cleared too so that no stale NaN is
-        // ever computed on.
-        if (rows, cols) != (shape.rows, shape.cols) || force {
-            self.zero.push((offset, bytes));
-            self.traffic += bytes;
-        }
+        // The copy writes the padding as zeros: padding along K must read as zeros (it is summed
+        // over); padding along M or N only reaches outputs that are not copied back, but is
+        // cleared too so that no stale NaN is ever computed on.
         self.copies_in.push(Copy2d {
             element_bytes,
             src: user_view(op, user_layout),
@@ -215,12 +214,20 @@ impl StagePlan {
             rows: shape.rows,
             cols: shape.cols,
             batch: shape.batch_count,
+            dst_rows: rows,
+            dst_cols: cols,
         });
-        self.traffic += 2 * shape.rows * shape.cols * shape.batch_count * element_bytes;
+        self.traffic += (shape.rows * shape.cols + rows * cols) * shape.batch_count * element_bytes;
         Placed {
             operand,
             staged: true,
         }
+    }
+
+    /// Copies and fills it enqueues besides the kernel (each costs a launch: microseconds that
+    /// matter for small problems).
+    pub fn launches(&self) -> usize {
+        self.copies_in.len() + usize::from(self.copy_out.is_some())
     }
 
     /// Whether anything is staged (false: the kernel reads the operands as given).
@@ -245,7 +252,7 @@ impl StagePlan {
         ops
     }
 
-    /// Enqueues the fills and copies that come before the kernel, with the staging area at `base`.
+    /// Enqueues the copies that come before the kernel, with the staging area at `base`.
     ///
     /// # Safety
     /// `base` must hold [`Self::bytes`] bytes of device memory; the user's operands must be valid
@@ -255,9 +262,6 @@ impl StagePlan {
         stream: &cudarc::driver::CudaStream,
         base: u64,
     ) -> Result<(), crate::Error> {
-        for &(offset, bytes) in &self.zero {
-            unsafe { crate::support::zero(stream, base + offset as u64, bytes)? };
-        }
         for copy in &self.copies_in {
             unsafe { relocated(copy, base, true).enqueue(stream)? };
         }

@@ -63,7 +63,8 @@
 //! `duplicates.rs`, `naming.rs`). Every problem is collected with its `file:line` (`source_map.rs`,
 //! over libyaml's events in `yaml_events.rs`; `report.rs`) and all are returned together, each
 //! once, in line order. Reading is linear in the size of the manifest (10,000 entries: well under a
-//! second); what aliases may expand to is bounded (`MAX_ALIAS_NODES`).
+//! second); what aliases may expand to and how deep lists nest are bounded first (`MAX_ALIAS_NODES`,
+//! `MAX_DEPTH`), so that no text makes serde_yaml take minutes or all the memory there is.
 
 mod arch_keys;
 mod duplicates;
@@ -120,6 +121,9 @@ fn utf8_error_position(bytes: &[u8], at: usize) -> (usize, usize, u8) {
 /// far more than any real manifest needs, far less than what would exhaust memory.
 const MAX_ALIAS_NODES: u64 = 1_000_000;
 
+/// The deepest nesting of lists and mappings: serde_yaml's recursion limit (a manifest needs 4).
+const MAX_DEPTH: usize = 128;
+
 /// Validates manifest `text`, labelling problems with `file_label`, and returns its kernels in
 /// manifest order (families expanded).
 pub fn parse(text: &str, file_label: &str) -> Result<Vec<GemmKernel>, ManifestError> {
@@ -139,23 +143,26 @@ pub fn parse(text: &str, file_label: &str) -> Result<Vec<GemmKernel>, ManifestEr
             problems: vec![problem],
         }
     };
-    // Aliases are copies to serde_yaml: bound what they expand to before it makes them.
-    if text.contains('*') {
-        if let Some(line) = source_map::alias_overflow(text, MAX_ALIAS_NODES) {
-            let message = format!(
+    // What serde_yaml would read slowly or into all the memory there is stops here, early.
+    if let Some((excess, line)) = source_map::excess(text, MAX_ALIAS_NODES, MAX_DEPTH) {
+        let message = match excess {
+            source_map::Excess::Aliases => format!(
                 "the aliases up to here expand the manifest by more than {MAX_ALIAS_NODES} YAML nodes; write \
                  the values out, or alias smaller nodes fewer times"
-            );
-            let problem = Problem {
-                file: file_label.to_string(),
-                line: Some(line),
-                field: String::new(),
-                message,
-            };
-            return Err(ManifestError {
-                problems: vec![problem],
-            });
-        }
+            ),
+            source_map::Excess::Depth => format!(
+                "invalid YAML: recursion limit exceeded: lists and mappings nested more than {MAX_DEPTH} deep"
+            ),
+        };
+        let problem = Problem {
+            file: file_label.to_string(),
+            line: Some(line.min(source_map::last_line(text))),
+            field: String::new(),
+            message,
+        };
+        return Err(ManifestError {
+            problems: vec![problem],
+        });
     }
     serde_yaml::from_str::<serde_yaml::Value>(text).map_err(|err| fail(err, "invalid YAML: "))?;
     let raw: schema::RawManifest = serde_yaml::from_str(text).map_err(|err| fail(err, ""))?;

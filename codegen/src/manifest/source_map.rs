@@ -141,11 +141,22 @@ impl Tree {
     }
 }
 
-/// The line of the alias at which the nodes that aliases add to the document (serde_yaml reads
-/// an alias as a copy of its anchored node) pass `limit`; `None` if they stay within. One pass over
-/// the events, whatever the aliases expand to: a few lines of aliases of aliases can stand for
-/// billions of nodes.
-pub fn alias_overflow(text: &str, limit: u64) -> Option<usize> {
+/// What a manifest may not have even though serde_yaml would read it (slowly, or into all the
+/// memory there is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Excess {
+    /// More than the given number of nodes added by aliases (serde_yaml reads an alias as a copy
+    /// of its anchored node): a few lines of aliases of aliases can stand for billions of nodes.
+    Aliases,
+    /// Collections nested deeper than the given depth. serde_yaml refuses those anyway (its
+    /// recursion limit is 128), but only after libyaml has read the whole text, in time quadratic in
+    /// the depth of flow collections (a file of 100,000 `[`s takes minutes).
+    Depth,
+}
+
+/// The first excess of `text` and its line (that of the alias that passes `max_alias_nodes`, or
+/// of the collection that passes `max_depth`), reading the events once and only up to there.
+pub fn excess(text: &str, max_alias_nodes: u64, max_depth: usize) -> Option<(Excess, usize)> {
     // The expanded size of each anchored node; sizes of the open collections so far.
     let mut sizes: HashMap<Vec<u8>, u64> = HashMap::new();
     let mut open: Vec<(u64, Option<Vec<u8>>)> = Vec::new();
@@ -154,6 +165,9 @@ pub fn alias_overflow(text: &str, limit: u64) -> Option<usize> {
         let size = match event {
             Event::DocumentStart | Event::DocumentEnd => continue,
             Event::SequenceStart { anchor } | Event::MappingStart { anchor } => {
+                if open.len() == max_depth {
+                    return Some((Excess::Depth, line));
+                }
                 open.push((1, anchor));
                 continue;
             }
@@ -176,8 +190,8 @@ pub fn alias_overflow(text: &str, limit: u64) -> Option<usize> {
             Event::Alias { anchor } => {
                 let size = sizes.get(&anchor).copied().unwrap_or(1);
                 added = added.saturating_add(size);
-                if added > limit {
-                    return Some(line);
+                if added > max_alias_nodes {
+                    return Some((Excess::Aliases, line));
                 }
                 size
             }
@@ -443,8 +457,9 @@ mod tests {
     }
 
     #[test]
-    fn alias_expansion_is_measured_without_expanding() {
-        use super::alias_overflow;
+    fn excess_aliases_and_depth_are_found_without_expanding() {
+        use super::{excess, Excess};
+        let aliases = |text: &str, limit| excess(text, limit, 128);
         let mut bomb = String::from("a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n");
         for k in 1..40 {
             let refs = vec![format!("*a{}", k - 1); 10].join(", ");
@@ -452,10 +467,19 @@ mod tests {
         }
         // Lines 2 to 5 add 10 * (11 + 111 + 1111 + 11111) nodes, each alias of line 6 111111 more:
         // its eighth passes a million.
-        assert_eq!(alias_overflow(&bomb, 1_000_000), Some(6));
-        assert_eq!(alias_overflow("a: &x [1, 2]\nb: [*x, *x]\n", 6), None);
-        assert_eq!(alias_overflow("a: &x [1, 2]\nb: [*x, *x]\n", 5), Some(2));
-        assert_eq!(alias_overflow("a: [1, 2]\n", 0), None);
+        assert_eq!(aliases(&bomb, 1_000_000), Some((Excess::Aliases, 6)));
+        assert_eq!(aliases("a: &x [1, 2]\nb: [*x, *x]\n", 6), None);
+        assert_eq!(
+            aliases("a: &x [1, 2]\nb: [*x, *x]\n", 5),
+            Some((Excess::Aliases, 2))
+        );
+        assert_eq!(aliases("a: [1, 2]\n", 0), None);
+        // 128 collections in each other are fine (the root mapping counts), the 129th is not; a
+        // deep text is read only up to there.
+        let nested = |depth: usize| format!("a: 1\nb:\n  {}1{}\n", "[\n".repeat(depth), "]".repeat(depth));
+        assert_eq!(excess(&nested(127), 10, 128), None);
+        assert_eq!(excess(&nested(128), 10, 128), Some((Excess::Depth, 130)));
+        assert_eq!(excess(&nested(300_000), 10, 128), Some((Excess::Depth, 130)));
     }
 
     #[test]

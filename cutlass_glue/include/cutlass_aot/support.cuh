@@ -22,12 +22,16 @@ struct cutlass_aot_view {
   int64_t batch_stride;
 };
 
+// Copies a rows x cols source into a dst_rows x dst_cols destination (at least as large): the
+// elements outside the source are written as zeros (a padded K must sum to nothing).
 struct cutlass_aot_copy_args {
   cutlass_aot_view src;
   cutlass_aot_view dst;
   int64_t rows;
   int64_t cols;
   int64_t batch;
+  int64_t dst_rows;
+  int64_t dst_cols;
 };
 
 // 3xTF32 split: every f32 element x of `src` becomes big = tf32(x) and small = tf32(x - big);
@@ -101,8 +105,10 @@ __device__ void copy(const cutlass_aot_copy_args& a) {
   const bool src_rows_fast = a.src.row_stride == 1 && a.src.col_stride != 1;
   const bool dst_rows_fast = a.dst.row_stride == 1 && a.dst.col_stride != 1;
   for_each_tile<T>(
-      a.rows, a.cols, a.batch, src_rows_fast, dst_rows_fast,
-      [&](int64_t b, int64_t r, int64_t c) { return *at<const T>(a.src, b, r, c); },
+      a.dst_rows, a.dst_cols, a.batch, src_rows_fast, dst_rows_fast,
+      [&](int64_t b, int64_t r, int64_t c) {
+        return r < a.rows && c < a.cols ? *at<const T>(a.src, b, r, c) : T(0);
+      },
       [&](int64_t b, int64_t r, int64_t c, T v) { *at<T>(a.dst, b, r, c) = v; });
 }
 
