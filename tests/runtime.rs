@@ -338,6 +338,7 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
             k.api() == Api::Cutlass3x
                 && k.is_plain()
                 && k.gemm().a.element == DType::F16
+                && k.gemm().b.layout == Layout::Column
                 && k.gemm().c.layout == Layout::Row
         })
         .map(|k| k.rust_name)

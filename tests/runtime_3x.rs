@@ -40,7 +40,7 @@ const COUNT_2X_MODES: usize = 12;
 
 /// The arch-90 kernels of `kernel_manifest.yaml`, in manifest order: a family expands in field
 /// order (`a`, then `tile`, then `cluster`), and the families follow one another.
-const MANIFEST_ORDER_3X: [&str; 24] = [
+const MANIFEST_ORDER_3X: [&str; 26] = [
     "f16_sm90_128x256x64_2x1x1_cooperative",
     "f16_sm90_128x256x64_1x2x1_cooperative",
     "f16_sm90_256x128x64_2x1x1_cooperative",
@@ -65,6 +65,8 @@ const MANIFEST_ORDER_3X: [&str; 24] = [
     "f32_3xtf32_sm90_tn",
     "e4m3_sm90_tn",
     "s8_sm90_tn",
+    "f16_sm90_128x256x64_2x1x1_cooperative_tt",
+    "bf16_sm90_128x256x64_2x1x1_cooperative_tt",
 ];
 
 /// What the manifest says about one 3.x kernel.
@@ -115,8 +117,9 @@ fn spec(rust_name: &str) -> Spec {
                 .collect();
             ([tile[0], tile[1], tile[2]], [1, 1, 1], Cooperative, StreamK)
         }
-        // "{a}_sm90_{tile}_{cluster}_{schedule}"
+        // "{a}_sm90_{tile}_{cluster}_{schedule}" and its row-major-B "_tt" form.
         n => {
+            let n = n.strip_suffix("_tt").unwrap_or(n);
             let parts: Vec<&str> = n.split('_').collect();
             let dims = |s: &str| -> [u32; 3] {
                 let v: Vec<u32> = s.split('x').map(|d| d.parse().unwrap()).collect();
@@ -494,9 +497,15 @@ fn registry_3x_metadata_follows_the_manifest() {
         } else {
             Layout::Row
         };
+        // The "_tt" kernels take a row-major B (16-bit operands may be MN-major).
+        let layout_b = if what.ends_with("_tt") {
+            Layout::Row
+        } else {
+            Layout::Column
+        };
         assert_eq!(
             (k.gemm().a.layout, k.gemm().b.layout, k.gemm().c.layout),
-            (Layout::Row, Layout::Column, layout_c),
+            (Layout::Row, layout_b, layout_c),
             "{what}"
         );
         // 128-bit accesses: 128 / bits elements.
@@ -550,7 +559,8 @@ fn registry_3x_metadata_follows_the_manifest() {
             other => panic!("{other:?}"),
         };
         let expected = format!(
-            "cutlass3x_sm90a_tensorop_gemm_{a}_{a}_{acc}_{c}_{c}_{tile}_{cluster}_0_tn{lc}_align{align}{schedule}_epi_tma{sk}",
+            "cutlass3x_sm90a_tensorop_gemm_{a}_{a}_{acc}_{c}_{c}_{tile}_{cluster}_0_t{lb}{lc}_align{align}{schedule}_epi_tma{sk}",
+            lb = if what.ends_with("_tt") { "t" } else { "n" },
             a = type_name(s.a),
             acc = s.accumulator.manifest_name(),
             c = s.c.manifest_name(),
@@ -642,7 +652,7 @@ fn registry_filters_3x_kernels_by_schedule_and_cluster() {
     );
     assert_eq!(
         names(&|k| k.api() == Api::Cutlass3x && k.is_plain() && k.gemm().a.element == DType::Bf16).len(),
-        10
+        11
     );
     // 2.x kernels have a 2.x design (no 3.x scheduling) and act as 1x1x1 clusters.
     for k in &common::gemm_registry().all()[..COUNT_2X] {
@@ -1277,12 +1287,19 @@ fn heuristic_falls_back_to_2x_kernels_where_no_3x_kernel_fits() {
     .on_compute_capability(90);
     let (chosen, choice) = select(&f64_problem).unwrap();
     assert_eq!((chosen.rust_name, choice), ("gemm_f64_tt", Choice::Heuristic));
-    // bf16 row × row: no 3.x kernel has that layout.
+    // bf16 row × row: the 3.x "tt" kernel on Hopper, the 2.x one on an A100.
     let tt = GemmProblem {
         layout_b: Layout::Row,
         ..bf16_tn(4096, 4096, 4096, 90)
     };
-    assert_eq!(select(&tt).unwrap().0.rust_name, "gemm_bf16_tt");
+    assert_eq!(
+        select(&tt).unwrap().0.rust_name,
+        "bf16_sm90_128x256x64_2x1x1_cooperative_tt"
+    );
+    assert_eq!(
+        select(&tt.clone().on_compute_capability(80)).unwrap().0.rust_name,
+        "gemm_bf16_tt"
+    );
     // f32 row × column: f32 accuracy by default, so CUTLASS's sm80 3xTF32 (also on Hopper: the
     // Hopper kernel fed split operands is not f32-accurate, see gemm::split_tf32); TF32 only when
     // the policy allows it.
