@@ -212,7 +212,7 @@ fn a_name_of_many_braces_is_one_problem() {
 ///     -p cutlass-aot-build --test manifest_fuzz scale_report -- --ignored --nocapture
 /// ```
 #[test]
-#[ignore]
+#[ignore = "a measurement tool, not a test: run with --ignored to print parse times"]
 fn scale_report() {
     let spec = std::env::var("CUTLASS_AOT_SCALE").unwrap_or_else(|_| "dup:1000,valid:1000".to_string());
     for item in spec.split(',') {
@@ -1072,7 +1072,7 @@ fn yaml_errors_without_a_position_get_a_line() {
 /// Regenerates fuzz case `CUTLASS_AOT_FUZZ_CASE` (of seed `CUTLASS_AOT_FUZZ_SEED`), saves it to
 /// the temporary directory and parses it, printing the time and the first problems.
 #[test]
-#[ignore]
+#[ignore = "a debugging tool: replays the fuzz case named by CUTLASS_AOT_FUZZ_CASE"]
 fn fuzz_replay() {
     let seed = env_number("CUTLASS_AOT_FUZZ_SEED").unwrap_or(DEFAULT_SEED);
     let index = env_number("CUTLASS_AOT_FUZZ_CASE").expect("set CUTLASS_AOT_FUZZ_CASE") as usize;
