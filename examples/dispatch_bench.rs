@@ -64,32 +64,14 @@ fn parse(args: &[String]) -> Result<Settings, String> {
             "--dtype" => {
                 o.dtypes = value()?
                     .split(',')
-                    .map(|t| match t {
-                        "f16" => Ok(DType::F16),
-                        "bf16" => Ok(DType::Bf16),
-                        "f32" => Ok(DType::F32),
-                        "f64" => Ok(DType::F64),
-                        _ => Err(format!("--dtype {t:?}: allowed f16, bf16, f32, f64")),
-                    })
+                    .map(common::sweeps::parse_float_dtype)
                     .collect::<Result<_, _>>()?
             }
             "--layout" => {
                 o.layouts = value()?
                     .split(',')
                     .map(|l| {
-                        let letters: Vec<Layout> = l
-                            .chars()
-                            .map(|c| match c {
-                                't' => Ok(Layout::Row),
-                                'n' => Ok(Layout::Column),
-                                _ => Err(format!("--layout {l:?}: letters t and n")),
-                            })
-                            .collect::<Result<_, _>>()?;
-                        match letters[..] {
-                            [a, b] => Ok([a, b, Layout::Row]),
-                            [a, b, c] => Ok([a, b, c]),
-                            _ => Err(format!("--layout {l:?}: two or three letters")),
-                        }
+                        common::sweeps::parse_layout(l).map(|(a, b, c)| [a, b, c.unwrap_or(Layout::Row)])
                     })
                     .collect::<Result<_, _>>()?
             }

@@ -55,14 +55,7 @@ fn parse_args() -> Result<Options, String> {
         match flag.as_str() {
             "--kernel" => o.kernel = Some(value()?),
             "--dtype" => {
-                let v = value()?;
-                o.dtype = match v.as_str() {
-                    "f16" => DType::F16,
-                    "bf16" => DType::Bf16,
-                    "f32" => DType::F32,
-                    "f64" => DType::F64,
-                    _ => return Err(format!("--dtype {v:?}: allowed f16, bf16, f32, f64")),
-                };
+                o.dtype = common::sweeps::parse_float_dtype(&value()?)?;
             }
             "--m" => o.m = number(value()?)?,
             "--n" => o.n = number(value()?)?,

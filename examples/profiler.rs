@@ -18,7 +18,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use common::sweeps::{parse_shape, sweep};
+use common::sweeps::{parse_layout, parse_shape, sweep};
 use common::{Check, Extents, Failure, GemmData, Pools, Spinner, Timing, Types};
 use cudarc::driver::{CudaContext, CudaStream};
 use cutlass_aot::kernels::REGISTRY;
@@ -184,19 +184,6 @@ fn raster_name(r: Raster) -> &'static str {
 /// A/B type names --dtype accepts (the `dtype` of result records).
 fn dtype_allowed(label: &str) -> bool {
     common::F32_MATH_LABELS.contains(&label) || DType::from_manifest_name(label).is_some()
-}
-
-/// `tn` (C row-major) or `tnt`.
-fn parse_layout(s: &str) -> Result<(Layout, Layout, Option<Layout>), String> {
-    let letters: Vec<Option<Layout>> = s.chars().map(common::letter_layout).collect();
-    match letters.as_slice() {
-        [Some(a), Some(b)] => Ok((*a, *b, None)),
-        [Some(a), Some(b), Some(c)] => Ok((*a, *b, Some(*c))),
-        _ => Err(format!(
-            "layout {s:?}: expected two letters for A and B (tn, nn, nt, tt) or three with C (tnt); \
-             t = row-major, n = column-major"
-        )),
-    }
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {

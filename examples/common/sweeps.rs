@@ -1,4 +1,7 @@
-//! The named shape lists of the profiler and dispatch_bench, and the `MxNxK[xBATCH]` syntax.
+//! The named shape lists of the profiler and dispatch_bench, and the `MxNxK[xBATCH]` and layout
+//! letter (`tn`, `tnt`) syntax.
+
+use cutlass_aot::model::{DType, Layout};
 
 use super::Extents;
 
@@ -181,4 +184,24 @@ pub fn sweep(name: &str) -> Result<Vec<Extents>, String> {
              issue12, issue12_small_m_transposed, issue12_quick, issue12_unaligned, smoke"
         )),
     }
+}
+
+/// `tn` (C row-major) or `tnt`.
+pub fn parse_layout(s: &str) -> Result<(Layout, Layout, Option<Layout>), String> {
+    let letters: Vec<Option<Layout>> = s.chars().map(super::letter_layout).collect();
+    match letters.as_slice() {
+        [Some(a), Some(b)] => Ok((*a, *b, None)),
+        [Some(a), Some(b), Some(c)] => Ok((*a, *b, Some(*c))),
+        _ => Err(format!(
+            "layout {s:?}: expected two letters for A and B (tn, nn, nt, tt) or three with C (tnt); \
+             t = row-major, n = column-major"
+        )),
+    }
+}
+
+/// The float types dispatch takes for A, B and D alike (`--dtype` of `gemm` and `dispatch_bench`).
+pub fn parse_float_dtype(s: &str) -> Result<DType, String> {
+    DType::from_manifest_name(s)
+        .filter(|d| matches!(d, DType::F16 | DType::Bf16 | DType::F32 | DType::F64))
+        .ok_or_else(|| format!("--dtype {s:?}: allowed f16, bf16, f32, f64"))
 }

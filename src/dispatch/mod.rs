@@ -176,11 +176,9 @@ impl Policy {
 /// A kernel that rounds f32 operands to TF32 (one TF32 product, not 3xTF32).
 pub fn rounds_to_tf32(kernel: &KernelInfo) -> bool {
     let op = kernel.gemm();
-    let tensor_op = match &kernel.design {
-        crate::model::Design::Cutlass2x(d) => d.opclass == crate::model::OpClass::TensorOp,
-        crate::model::Design::Cutlass3x(d) => d.opclass == crate::model::OpClass::TensorOp,
-    };
-    op.a.element == DType::F32 && tensor_op && op.math == MathOp::MultiplyAdd
+    op.a.element == DType::F32
+        && kernel.design.opclass() == crate::model::OpClass::TensorOp
+        && op.math == MathOp::MultiplyAdd
 }
 
 /// `problem` with `slices` split-K slices (a table entry's).
@@ -274,6 +272,34 @@ pub enum Orientation {
     /// C/D transposed (same memory, every layout flipped, M and N swapped). Small-M problems run
     /// this way on kernels with a narrow N tile.
     Transposed,
+}
+
+impl Orientation {
+    /// `problem` as the kernel sees it in this orientation.
+    pub fn problem(self, problem: &GemmProblem) -> GemmProblem {
+        match self {
+            Orientation::AsGiven => problem.clone(),
+            Orientation::Transposed => transposed(problem),
+        }
+    }
+
+    /// `operands` as the kernel reads them in this orientation.
+    pub fn operands(self, operands: &GemmOperands) -> GemmOperands {
+        match self {
+            Orientation::AsGiven => *operands,
+            Orientation::Transposed => transposed_operands(operands),
+        }
+    }
+}
+
+impl Selection {
+    /// The operands the selected kernel is launched with: oriented, with its split-K slices.
+    pub fn kernel_operands(&self, operands: &GemmOperands) -> GemmOperands {
+        self.orientation.operands(&GemmOperands {
+            split_k_slices: self.split_k,
+            ..*operands
+        })
+    }
 }
 
 /// A kernel choice for a problem.
@@ -623,10 +649,7 @@ fn decide_afresh(
     // A direct run is estimated like a staged one; staging must win clearly (the direct choice
     // may come from the measured table, staging estimates only from the model).
     let direct_seconds = direct.as_ref().ok().map(|selection| {
-        let oriented = match selection.orientation {
-            Orientation::AsGiven => problem.clone(),
-            Orientation::Transposed => transposed(&problem),
-        };
+        let oriented = selection.orientation.problem(&problem);
         estimated_seconds(selection.kernel, &oriented, device.multiprocessors) * STAGING_MARGIN
     });
     // Every layout combination a kernel could take: the one whose staging and kernel together
@@ -644,10 +667,7 @@ fn decide_afresh(
                 else {
                     continue;
                 };
-                let oriented = match selection.orientation {
-                    Orientation::AsGiven => staged,
-                    Orientation::Transposed => transposed(&staged),
-                };
+                let oriented = selection.orientation.problem(&staged);
                 let seconds = estimated_seconds(selection.kernel, &oriented, device.multiprocessors)
                     + plan.traffic as f64 / STAGING_BYTES_PER_SECOND
                     + plan.launches() as f64 * STAGING_LAUNCH_SECONDS;
@@ -722,16 +742,6 @@ pub unsafe fn launch_raw_with(
     let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
     let Decision { selection, staging } =
         decide(registry, table, signature, operands, &device, options.policy)?;
-    let orient = |ops: GemmOperands| {
-        let ops = GemmOperands {
-            split_k_slices: selection.split_k,
-            ..ops
-        };
-        match selection.orientation {
-            Orientation::AsGiven => ops,
-            Orientation::Transposed => transposed_operands(&ops),
-        }
-    };
     let kernel = selection.kernel;
     let staged = match &staging {
         None => {
@@ -739,7 +749,7 @@ pub unsafe fn launch_raw_with(
                 gemm::launch_raw_in(
                     kernel,
                     stream,
-                    &orient(*operands),
+                    &selection.kernel_operands(operands),
                     selection.tuning,
                     options.workspace,
                 )
@@ -751,7 +761,7 @@ pub unsafe fn launch_raw_with(
                 .context()
                 .bind_to_thread()
                 .map_err(Error::driver("binding the context"))?;
-            let kernel_operands = |base: u64| orient(plan.at(base));
+            let kernel_operands = |base: u64| selection.kernel_operands(&plan.at(base));
             let before = |base: u64| unsafe { plan.enqueue_before(stream, base) };
             let after = |base: u64| unsafe { plan.enqueue_after(stream, base) };
             let staging = gemm::Staging {
@@ -800,20 +810,14 @@ pub fn workspace_bytes(
     let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
     let registry = &crate::kernels::REGISTRY;
     let Decision { selection, staging } = decide(registry, table, signature, operands, &device, policy)?;
-    let orient = |ops: GemmOperands| {
-        let ops = GemmOperands {
-            split_k_slices: selection.split_k,
-            ..ops
-        };
-        match selection.orientation {
-            Orientation::AsGiven => ops,
-            Orientation::Transposed => transposed_operands(&ops),
-        }
-    };
     match &staging {
-        None => gemm::workspace_bytes(selection.kernel, &orient(*operands), &device),
+        None => gemm::workspace_bytes(selection.kernel, &selection.kernel_operands(operands), &device),
         Some(plan) => {
-            let kernel = gemm::workspace_bytes(selection.kernel, &orient(plan.at(1 << 40)), &device)?;
+            let kernel = gemm::workspace_bytes(
+                selection.kernel,
+                &selection.kernel_operands(&plan.at(1 << 40)),
+                &device,
+            )?;
             Ok(kernel.next_multiple_of(256) + plan.bytes)
         }
     }
@@ -837,33 +841,16 @@ pub fn validate(signature: Signature, ops: &GemmOperands) -> Result<(), Error> {
         &ops.d.shape,
     )
     .map_err(|message| Error::invalid(WHO, message))?;
-    if ops.c.is_none() && ops.beta != 0.0 {
-        return fail(format!(
-            "beta is {} but no C was given; pass C or set beta to 0",
-            ops.beta
-        ));
-    }
+    gemm::check_beta_has_c(ops.c.is_some(), ops.beta).map_err(|message| Error::invalid(WHO, message))?;
     if !ops.alpha.is_finite() || !ops.beta.is_finite() {
         return fail(format!(
             "alpha = {} and beta = {} must be finite numbers",
             ops.alpha, ops.beta
         ));
     }
-    let batch = ops.d.shape.batch_count;
-    for (name, shape) in [
-        ("A", Some(&ops.a.shape)),
-        ("B", Some(&ops.b.shape)),
-        ("C", ops.c.as_ref().map(|c| &c.shape)),
-    ] {
-        if let Some(s) = shape {
-            if s.batch_count != batch && s.batch_count != 1 {
-                return fail(format!(
-                    "{name} has a batch of {} but D has {batch}; inputs must match D's batch count or be one matrix (broadcast)",
-                    s.batch_count
-                ));
-            }
-        }
-    }
+    let c_shape = ops.c.as_ref().map(|c| &c.shape);
+    let batch = gemm::matching_batches(&ops.a.shape, &ops.b.shape, c_shape, &ops.d.shape)
+        .map_err(|message| Error::invalid(WHO, message))?;
     for (what, value) in [("m", m), ("n", n), ("k", k), ("batch count", batch)] {
         if value > i32::MAX as usize {
             return fail(format!(
@@ -890,20 +877,7 @@ pub fn validate(signature: Signature, ops: &GemmOperands) -> Result<(), Error> {
             gemm::check_buffer(WHO, name, op.len, &op.shape, layout)?;
         }
     }
-    if m * n > 0 && batch > 1 {
-        let one_matrix = crate::MatrixShape {
-            batch_count: 1,
-            ..ops.d.shape
-        }
-        .required_len(signature.layout_c)
-        .unwrap_or(usize::MAX);
-        if ops.d.shape.batch_stride < one_matrix {
-            return fail(format!(
-                "D's batch stride {} is smaller than one matrix ({one_matrix} elements): its batches would overwrite each other; use a stride of at least {one_matrix}",
-                ops.d.shape.batch_stride
-            ));
-        }
-    }
+    gemm::batches_apart(&ops.d.shape, signature.layout_c).map_err(|message| Error::invalid(WHO, message))?;
     Ok(())
 }
 

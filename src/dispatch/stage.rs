@@ -109,8 +109,8 @@ impl StagePlan {
             Some(c) if d.staged => {
                 plan.copies_in.push(Copy2d {
                     element_bytes: bc,
-                    src: user_view(&c, user.layout_c),
-                    dst: staged_view(&d.operand, lc),
+                    src: view(&c, user.layout_c),
+                    dst: view(&d.operand, lc),
                     rows: m,
                     cols: n,
                     batch,
@@ -129,8 +129,8 @@ impl StagePlan {
         if d.staged {
             plan.copy_out = Some(Copy2d {
                 element_bytes: bc,
-                src: staged_view(&d.operand, lc),
-                dst: user_view(&ops.d, user.layout_c),
+                src: view(&d.operand, lc),
+                dst: view(&ops.d, user.layout_c),
                 rows: m,
                 cols: n,
                 batch,
@@ -209,8 +209,8 @@ impl StagePlan {
         // cleared too so that no stale NaN is ever computed on.
         self.copies_in.push(Copy2d {
             element_bytes,
-            src: user_view(op, user_layout),
-            dst: staged_view(&operand, layout),
+            src: view(op, user_layout),
+            dst: view(&operand, layout),
             rows: shape.rows,
             cols: shape.cols,
             batch: shape.batch_count,
@@ -297,18 +297,9 @@ fn relocated(copy: &Copy2d, base: u64, into_staging: bool) -> Copy2d {
     copy
 }
 
-/// The user's operand as the copy kernel reads or writes it (batch stride 0 for one matrix).
-fn user_view(op: &Operand, layout: Layout) -> View {
-    let stride = if op.shape.batch_count > 1 {
-        op.shape.batch_stride
-    } else {
-        0
-    };
-    View::strided(op.address, layout, op.shape.ld, stride)
-}
-
-/// A staged operand's view, at its offset into the staging area.
-fn staged_view(op: &Operand, layout: Layout) -> View {
+/// An operand (the user's, or a staged one at its offset into the staging area) as the copy kernel
+/// reads or writes it (batch stride 0 for one matrix).
+fn view(op: &Operand, layout: Layout) -> View {
     let stride = if op.shape.batch_count > 1 {
         op.shape.batch_stride
     } else {

@@ -547,13 +547,8 @@ pub(crate) unsafe fn enqueue_staged(
     // The kernel's workspace depends on extents and tiles, not on addresses: ask with a stand-in
     // base (aligned like a real one), then place the staging area behind it.
     const STAND_IN: u64 = 1 << 40;
-    let mut probe = tuned_plan(info, &(staging.operands)(STAND_IN), device, tuning)?;
-    probe.workspace = std::ptr::null_mut();
-    probe.workspace_capacity = 0;
-    let kernel_bytes = match info.prepare_status(&probe)? {
-        Ok(_) => 0,
-        Err(needed) => (needed as usize).next_multiple_of(256),
-    };
+    let probe = tuned_plan(info, &(staging.operands)(STAND_IN), device, tuning)?;
+    let kernel_bytes = (info.workspace_bytes(&probe)? as usize).next_multiple_of(256);
     let mut scratch = Scratch::of(stream, workspace);
     let (base, _) = scratch.at_least(stream, kernel_bytes + staging.bytes)?;
     let stage_base = base + kernel_bytes as u64;
@@ -580,13 +575,8 @@ pub fn workspace_bytes(
     if split_tf32::is_split(info) {
         return split_tf32::workspace_bytes(info, operands, device);
     }
-    let mut args = tuned_plan(info, operands, device, Tuning::default())?;
-    args.workspace = std::ptr::null_mut();
-    args.workspace_capacity = 0;
-    Ok(match info.prepare_status(&args)? {
-        Ok(_) => 0,
-        Err(needed) => needed as usize,
-    })
+    let args = tuned_plan(info, operands, device, Tuning::default())?;
+    Ok(info.workspace_bytes(&args)? as usize)
 }
 
 /// Checks operands against `info` on `device` and turns them into the flat ABI arguments of the
@@ -821,6 +811,49 @@ pub(crate) fn matching_extents(
     }
 }
 
+/// A non-zero beta needs a C to scale (without one, D is passed as C and is not read).
+pub(crate) fn check_beta_has_c(has_c: bool, beta: f64) -> Result<(), String> {
+    if has_c || beta == 0.0 {
+        return Ok(());
+    }
+    Err(format!(
+        "beta is {beta} but no C was given; pass C with `with_c` or set beta to 0"
+    ))
+}
+
+/// D's batch count, when A, B and C each have it or are one matrix broadcast to every batch.
+pub(crate) fn matching_batches(
+    a: &MatrixShape,
+    b: &MatrixShape,
+    c: Option<&MatrixShape>,
+    d: &MatrixShape,
+) -> Result<usize, String> {
+    let batch = d.batch_count;
+    for (operand, shape) in [("A", Some(a)), ("B", Some(b)), ("C", c)] {
+        if let Some(s) = shape.filter(|s| s.batch_count != batch && s.batch_count != 1) {
+            return Err(format!(
+                "{operand} has a batch of {} but D has {batch}; inputs must match D's batch count or be a single matrix (broadcast)",
+                s.batch_count
+            ));
+        }
+    }
+    Ok(batch)
+}
+
+/// D's batches, `layout` matrices, must not overlap (they would overwrite each other).
+pub(crate) fn batches_apart(d: &MatrixShape, layout: Layout) -> Result<(), String> {
+    let one_matrix = MatrixShape { batch_count: 1, ..*d }
+        .required_len(layout)
+        .unwrap_or(usize::MAX);
+    if d.batch_count > 1 && d.batch_stride < one_matrix {
+        return Err(format!(
+            "D's batch stride {} is smaller than one matrix ({one_matrix} elements): batches would overwrite each other; use a stride of at least {one_matrix}",
+            d.batch_stride
+        ));
+    }
+    Ok(())
+}
+
 /// Extents of the problem as read off the operands, checked for consistency.
 pub(crate) struct Geometry {
     pub(crate) m: usize,
@@ -840,39 +873,17 @@ impl Geometry {
     ) -> Result<Self, Error> {
         let fail = |m: String| Err(Error::invalid(info.name, m));
         let (m, n, k) = matching_extents(a, b, c, d).map_err(|m| Error::invalid(info.name, m))?;
-        if c.is_none() && beta != 0.0 {
-            return fail(format!(
-                "beta is {beta} but no C was given; pass C with `with_c` or set beta to 0"
-            ));
-        }
+        check_beta_has_c(c.is_some(), beta).map_err(|m| Error::invalid(info.name, m))?;
         if m == 0 || n == 0 || k == 0 {
             return fail(format!(
                 "empty problem (m={m}, n={n}, k={k}): every extent must be at least 1"
             ));
         }
-        let batch = d.batch_count;
-        for (operand, shape) in [("A", Some(a)), ("B", Some(b)), ("C", c)] {
-            if let Some(s) = shape {
-                if s.batch_count != batch && s.batch_count != 1 {
-                    return fail(format!(
-                        "{operand} has a batch of {} but D has {batch}; inputs must match D's batch count or be a single matrix (broadcast)",
-                        s.batch_count
-                    ));
-                }
-            }
-        }
+        let batch = matching_batches(a, b, c, d).map_err(|m| Error::invalid(info.name, m))?;
         if batch == 0 {
             return fail("D has a batch count of 0".into());
         }
-        let one_matrix = MatrixShape { batch_count: 1, ..*d }
-            .required_len(info.gemm().c.layout)
-            .unwrap_or(usize::MAX);
-        if batch > 1 && d.batch_stride < one_matrix {
-            return fail(format!(
-                "D's batch stride {} is smaller than one matrix ({one_matrix} elements): batches would overwrite each other",
-                d.batch_stride
-            ));
-        }
+        batches_apart(d, info.gemm().c.layout).map_err(|m| Error::invalid(info.name, m))?;
         Ok(Geometry { m, n, k, batch })
     }
 

@@ -24,8 +24,6 @@
 //! Each part's K is padded to 4 elements (16 bytes) with zeros, so any K and any alignment of A
 //! and B works; C and D are the kernel's as usual.
 
-use std::ffi::c_void;
-
 use cudarc::driver::CudaStream;
 
 use super::{GemmOperands, Operand, Staging, Tuning};
@@ -179,14 +177,8 @@ pub(crate) fn workspace_bytes(
 ) -> Result<usize, Error> {
     check(info, ops)?;
     let split = Split::of(ops);
-    let mut args = super::tuned_plan(info, &split.operands(ops, 1 << 40), device, Tuning::default())?;
-    args.workspace = std::ptr::null_mut::<c_void>();
-    args.workspace_capacity = 0;
-    let kernel = match info.prepare_status(&args)? {
-        Ok(_) => 0,
-        Err(needed) => (needed as usize).next_multiple_of(256),
-    };
-    Ok(kernel + split.bytes())
+    let args = super::tuned_plan(info, &split.operands(ops, 1 << 40), device, Tuning::default())?;
+    Ok((info.workspace_bytes(&args)? as usize).next_multiple_of(256) + split.bytes())
 }
 
 /// Splits A and B into scratch memory and runs the TF32 kernel over the 3K-long products.

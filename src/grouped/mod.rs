@@ -833,11 +833,7 @@ pub unsafe fn launch_moe_raw(
             i32::MAX
         ));
     }
-    if args.c.is_none() && beta != 0.0 {
-        return fail(format!(
-            "beta is {beta} but no C was given; pass C with `with_c` or set beta to 0"
-        ));
-    }
+    crate::gemm::check_beta_has_c(args.c.is_some(), beta).map_err(|m| Error::invalid(info.name, m))?;
     // Every expert's rows start at an offset only the device knows: a row's start must be aligned
     // whatever the offset, so the leading dimensions carry the alignment.
     let matrix = |rows, cols, ld, batch_count, batch_stride| MatrixShape {
