@@ -52,6 +52,11 @@ pub enum HostCode {
     GemmGrouped {
         prepare: abi::cutlass_aot_grouped_prepare_fn,
     },
+    Conv2d {
+        prepare: abi::cutlass_aot_conv2d_prepare_fn,
+        /// The split-K reduction kernel built with a parallel split-K conv kernel.
+        reduction: Option<&'static crate::conv::ConvReduction>,
+    },
 }
 
 impl HostCode {
@@ -60,6 +65,7 @@ impl HostCode {
         match self {
             HostCode::Gemm { prepare, .. } => prepare.is_some(),
             HostCode::GemmGrouped { prepare } => prepare.is_some(),
+            HostCode::Conv2d { prepare, .. } => prepare.is_some(),
         }
     }
 }
@@ -156,7 +162,11 @@ impl KernelInfo {
                 ..
             } => entries.push(reduction.entry),
             HostCode::GemmGrouped { .. } => entries.push(GROUPED_SETUP_ENTRY),
-            HostCode::Gemm { reduction: None, .. } => {}
+            HostCode::Conv2d {
+                reduction: Some(reduction),
+                ..
+            } => entries.push(reduction.entry),
+            HostCode::Gemm { reduction: None, .. } | HostCode::Conv2d { reduction: None, .. } => {}
         }
         for entry in entries {
             self.image.function(ctx, entry, self.name, 0)?;

@@ -9,7 +9,7 @@
 //!
 //! Every kernel is described by one model ([`KernelInfo`]: common metadata, an
 //! [`model::Operation`], a [`model::Design`] and a [`model::EpilogueSpec`]); each operation has its
-//! own module ([`gemm`], [`grouped`]) over the shared ones (images, launch, workspaces, device).
+//! own module ([`gemm`], [`grouped`], [`conv`]) over the shared ones (images, launch, workspaces, device).
 //!
 //! ```no_run
 //! use cutlass_aot::{kernels, ColumnMajor, Gemm, MatrixMut, MatrixRef, RowMajor};
@@ -32,6 +32,7 @@ extern crate self as cutlass_aot;
 
 pub mod abi;
 pub mod array;
+pub mod conv;
 pub mod device;
 pub mod dispatch;
 mod error;

@@ -458,3 +458,66 @@ pub fn is_poison(dtype: DType, v: f64) -> bool {
         v.is_nan()
     }
 }
+
+/// The f64 reference of conv `problem` (any kind): `alpha · conv(a, b) + beta · c`, then
+/// clamped to `element_c`'s range where `saturate`, with `a`, `b`, `c` and the result packed
+/// channels-last in the roles of [`crate::model::ConvKind`] (`c` of the result's size, or empty
+/// when beta is 0). Computed over fprop's index space, each product added into the tensor the
+/// kind produces, so that one loop checks all three kinds against one definition.
+pub fn reference_conv2d(
+    problem: &crate::conv::Conv2dProblem,
+    a: &[f64],
+    b: &[f64],
+    c: &[f64],
+    (alpha, beta): (f64, f64),
+) -> Vec<f64> {
+    use crate::model::ConvKind;
+    let pb = problem;
+    let (p_out, q_out) = pb.output_size().expect("a valid problem");
+    let (n, h, w, ch, k, r, s) = (pb.n, pb.h, pb.w, pb.c, pb.k, pb.r, pb.s);
+    let x_at = |ni: usize, hi: usize, wi: usize, ci: usize| ((ni * h + hi) * w + wi) * ch + ci;
+    let w_at = |ki: usize, ri: usize, si: usize, ci: usize| ((ki * r + ri) * s + si) * ch + ci;
+    let y_at = |ni: usize, pi: usize, qi: usize, ki: usize| ((ni * p_out + pi) * q_out + qi) * k + ki;
+    let flip = pb.mode == crate::conv::ConvMode::Convolution;
+    let len = match pb.kind {
+        ConvKind::Fprop => n * p_out * q_out * k,
+        ConvKind::Dgrad => n * h * w * ch,
+        ConvKind::Wgrad => k * r * s * ch,
+    };
+    let mut acc = vec![0.0f64; len];
+    for ni in 0..n {
+        for pi in 0..p_out {
+            for ri in 0..r {
+                let hi = (pi * pb.stride[0] + ri * pb.dilation[0]) as isize - pb.pad[0] as isize;
+                if hi < 0 || hi >= h as isize {
+                    continue;
+                }
+                for qi in 0..q_out {
+                    for si in 0..s {
+                        let wi = (qi * pb.stride[1] + si * pb.dilation[1]) as isize - pb.pad[1] as isize;
+                        if wi < 0 || wi >= w as isize {
+                            continue;
+                        }
+                        let (hi, wi) = (hi as usize, wi as usize);
+                        let (rf, sf) = if flip { (r - 1 - ri, s - 1 - si) } else { (ri, si) };
+                        for ki in 0..k {
+                            let y = y_at(ni, pi, qi, ki);
+                            for ci in 0..ch {
+                                let (x, f) = (x_at(ni, hi, wi, ci), w_at(ki, rf, sf, ci));
+                                match pb.kind {
+                                    ConvKind::Fprop => acc[y] += a[x] * b[f],
+                                    ConvKind::Dgrad => acc[x] += a[y] * b[f],
+                                    ConvKind::Wgrad => acc[f] += a[y] * b[x],
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    acc.iter()
+        .enumerate()
+        .map(|(i, &v)| alpha * v + if beta == 0.0 { 0.0 } else { beta * c[i] })
+        .collect()
+}

@@ -52,6 +52,18 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
         include_str!("../../cutlass_glue/include/cutlass_aot/grouped_3x.cuh"),
     ),
     (
+        "cutlass_aot/abi_conv.h",
+        include_str!("../../cutlass_glue/include/cutlass_aot/abi_conv.h"),
+    ),
+    (
+        "cutlass_aot/conv_2x.cuh",
+        include_str!("../../cutlass_glue/include/cutlass_aot/conv_2x.cuh"),
+    ),
+    (
+        "cutlass_aot/conv_3x.cuh",
+        include_str!("../../cutlass_glue/include/cutlass_aot/conv_3x.cuh"),
+    ),
+    (
         "cutlass_aot/support.cuh",
         include_str!("../../cutlass_glue/include/cutlass_aot/support.cuh"),
     ),

@@ -195,8 +195,11 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
     let name = &k.name;
     let entry =
         Literal::c_string(&std::ffi::CString::new(k.name.clone()).expect("kernel names are identifiers"));
+    let is_conv = k.conv_kind().is_some();
     let args_struct = if k.is_grouped() {
         "cutlass_aot_grouped_args"
+    } else if is_conv {
+        "cutlass_aot_conv2d_args"
     } else {
         "cutlass_aot_gemm_args"
     };
@@ -204,19 +207,19 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
         prepare_function(&format!("{}_prepare", k.name), args_struct, has_code);
     // Parallel split-K kernels come with CUTLASS's reduction kernel (entry `NAME_reduce`).
     let (reduction_decl, reduction_value) = if k.split_k == SplitK::Parallel {
-        let (decl, prepare) = prepare_function(
-            &format!("{}_reduce_prepare", k.name),
-            "cutlass_aot_gemm_args",
-            has_code,
-        );
+        let (decl, prepare) = prepare_function(&format!("{}_reduce_prepare", k.name), args_struct, has_code);
         let entry = Literal::c_string(
             &std::ffi::CString::new(format!("{}_reduce", k.name)).expect("kernel names are identifiers"),
         );
+        let reduction_type = if is_conv {
+            quote!(::cutlass_aot::conv::ConvReduction)
+        } else {
+            quote!(::cutlass_aot::SplitKReduction)
+        };
         (
             quote! {
                 #decl
-                static REDUCTION: ::cutlass_aot::SplitKReduction =
-                    ::cutlass_aot::SplitKReduction { entry: #entry, prepare: #prepare };
+                static REDUCTION: #reduction_type = #reduction_type { entry: #entry, prepare: #prepare };
             },
             quote!(::core::option::Option::Some(&REDUCTION)),
         )
@@ -243,18 +246,64 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
     );
     let (run_items, formula) = if k.is_grouped() {
         grouped_run_functions(k)
+    } else if is_conv {
+        conv_run_functions(k)
     } else {
         run_functions(k, &ts, &tc, &ltc)
     };
     let host = if k.is_grouped() {
         quote!(::cutlass_aot::HostCode::GemmGrouped { prepare: #prepare_value })
+    } else if is_conv {
+        quote!(::cutlass_aot::HostCode::Conv2d {
+            prepare: #prepare_value,
+            reduction: #reduction_value,
+        })
     } else {
         quote!(::cutlass_aot::HostCode::Gemm {
             prepare: #prepare_value,
             reduction: #reduction_value,
         })
     };
+    let [cla, clb, clc] = conv_layout_types(k);
+    let kernel_impl = if is_conv {
+        quote! {
+            impl ::cutlass_aot::conv::ConvKernel for Kernel {
+                type A = #ta;
+                type B = #tb;
+                type C = #tc;
+                type LayoutA = #cla;
+                type LayoutB = #clb;
+                type LayoutC = #clc;
+                type Scalar = #ts;
+                fn info() -> &'static ::cutlass_aot::KernelInfo {
+                    &INFO
+                }
+            }
+        }
+    } else {
+        quote! {
+            impl ::cutlass_aot::GemmKernel for Kernel {
+                type A = #ta;
+                type B = #tb;
+                type C = #tc;
+                type LayoutA = #lta;
+                type LayoutB = #ltb;
+                type LayoutC = #ltc;
+                type Scalar = #ts;
+                fn info() -> &'static ::cutlass_aot::KernelInfo {
+                    &INFO
+                }
+            }
+        }
+    };
     let origin = &k.origin;
+    let layouts = |l: crate::model::Layout| {
+        if is_conv {
+            "channels-last".to_string()
+        } else {
+            l.to_string()
+        }
+    };
     let doc = format!(
         " `{name}`: {formula}. A {a} {la_}, B {b} {lb_}, C/D {c} {lc_}, \
          accumulating in {acc}; tile {tile_}, {stages} stages, from {origin}.",
@@ -262,9 +311,9 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
         b = k.element_b,
         c = k.element_c,
         acc = k.element_accumulator,
-        la_ = k.layout_a,
-        lb_ = k.layout_b,
-        lc_ = k.layout_c,
+        la_ = layouts(k.layout_a),
+        lb_ = layouts(k.layout_b),
+        lc_ = layouts(k.layout_c),
         tile_ = k.tile,
         stages = k.stages,
     );
@@ -291,18 +340,7 @@ fn kernel_module(k: &GemmKernel, image: &proc_macro2::Ident, has_code: bool) -> 
             /// The kernel as a type: its operand types and layouts are part of the signature.
             pub struct Kernel;
 
-            impl ::cutlass_aot::GemmKernel for Kernel {
-                type A = #ta;
-                type B = #tb;
-                type C = #tc;
-                type LayoutA = #lta;
-                type LayoutB = #ltb;
-                type LayoutC = #ltc;
-                type Scalar = #ts;
-                fn info() -> &'static ::cutlass_aot::KernelInfo {
-                    &INFO
-                }
-            }
+            #kernel_impl
 
             #run_items
         }
@@ -361,6 +399,21 @@ fn operation_value(operation: &Operation) -> TokenStream {
                 ],
             );
             quote!(::cutlass_aot::model::Operation::GemmGrouped(#value))
+        }
+        Operation::Conv2d(conv) => {
+            let value = struct_value(
+                quote!(::cutlass_aot::model::ConvOperation),
+                &[
+                    ("kind", model_value("ConvKind", conv.kind)),
+                    ("gemm", gemm_value),
+                    ("iterator", model_value("IteratorAlgorithm", conv.iterator)),
+                    (
+                        "stride_support",
+                        model_value("StrideSupport", conv.stride_support),
+                    ),
+                ],
+            );
+            quote!(::cutlass_aot::model::Operation::Conv2d(#value))
         }
     }
 }
@@ -650,6 +703,50 @@ fn grouped_run_functions(k: &GemmKernel) -> (TokenStream, String) {
             args: ::cutlass_aot::MoeGemm<'_, Kernel>,
         ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
             ::cutlass_aot::grouped::launch_moe::<Kernel>(stream, args)
+        }
+    };
+    (items, formula)
+}
+
+/// The tensor layout types of a conv kernel's A, B and C (see `ConvKind`); unused otherwise.
+fn conv_layout_types(k: &GemmKernel) -> [TokenStream; 3] {
+    let (activation, filter, output) = (
+        quote!(::cutlass_aot::conv::Nhwc),
+        quote!(::cutlass_aot::conv::Krsc),
+        quote!(::cutlass_aot::conv::Npqk),
+    );
+    match k.conv_kind() {
+        Some(crate::model::ConvKind::Dgrad) => [output, filter, activation],
+        Some(crate::model::ConvKind::Wgrad) => [output, activation, filter],
+        _ => [activation, filter, output],
+    }
+}
+
+/// The generated `run` of a conv kernel.
+fn conv_run_functions(k: &GemmKernel) -> (TokenStream, String) {
+    let roles = match k.conv_kind() {
+        Some(crate::model::ConvKind::Dgrad) => "dx = conv_dgrad(dy, w)",
+        Some(crate::model::ConvKind::Wgrad) => "dw = conv_wgrad(dy, x)",
+        _ => "y = conv2d(x, w)",
+    };
+    let activation = match k.fusion.activation {
+        crate::model::Activation::Identity => String::new(),
+        a => format!(", then {a}"),
+    };
+    let formula = format!("{roles}, scaled: D = alpha·conv + beta·C{activation}");
+    let items = quote! {
+        /// Arguments of this kernel: its tensors, the convolution's padding, stride and
+        /// dilation, alpha and beta.
+        pub type Args<'a> = ::cutlass_aot::conv::Conv2d<'a, Kernel>;
+
+        /// Launches the kernel on `stream` (stream-ordered, no synchronisation). Every extent,
+        /// buffer length, channel count and pointer alignment is checked first; on error nothing
+        /// is launched.
+        pub fn run(
+            stream: &::cutlass_aot::CudaStream,
+            args: Args<'_>,
+        ) -> ::core::result::Result<(), ::cutlass_aot::Error> {
+            ::cutlass_aot::conv::launch::<Kernel>(stream, args)
         }
     };
     (items, formula)

@@ -59,6 +59,10 @@ pub struct GemmKernel {
     pub epilogue: Epilogue,
     /// Activation, bias, scale vectors, aux output and residual fused into the epilogue.
     pub fusion: Fusion,
+    /// Conv kernels (2.x): how the activation is walked (`Optimized` for every other kernel).
+    pub iterator_algorithm: IteratorAlgorithm,
+    /// Conv kernels (2.x): which strides the kernel handles (`Strided` for every other kernel).
+    pub stride_support: StrideSupport,
     /// Where the entry came from, for messages: `file:line`.
     pub origin: String,
 }
@@ -78,12 +82,18 @@ impl GemmKernel {
             accumulator: self.element_accumulator,
             math: self.math,
         };
-        let operation = match self.kind {
-            OperationKind::Gemm => Operation::Gemm(gemm),
-            OperationKind::GemmGrouped => Operation::GemmGrouped(GroupedGemmOperation {
+        let operation = match (self.kind, self.conv_kind()) {
+            (_, Some(kind)) => Operation::Conv2d(ConvOperation {
+                kind,
+                gemm,
+                iterator: self.iterator_algorithm,
+                stride_support: self.stride_support,
+            }),
+            (OperationKind::GemmGrouped, None) => Operation::GemmGrouped(GroupedGemmOperation {
                 gemm,
                 schedule: self.group_schedule,
             }),
+            (_, None) => Operation::Gemm(gemm),
         };
         let design = match self.api() {
             Api::Cutlass2x => Design::Cutlass2x(Design2x {
@@ -116,6 +126,11 @@ impl GemmKernel {
                 fusion: self.fusion,
             },
         }
+    }
+
+    /// The convolution a conv kernel computes (`None` for GEMM kernels).
+    pub fn conv_kind(&self) -> Option<ConvKind> {
+        self.kind.conv_kind()
     }
 
     /// Whether the kernel is a grouped GEMM.
@@ -193,6 +208,10 @@ impl GemmKernel {
         if self.layout_c == Layout::Row {
             layout.push_str(self.layout_c.letter());
         }
+        if self.conv_kind().is_some() {
+            // Convolutions read channels-last tensors (CUTLASS names them `nhwc`).
+            layout = "nhwc".into();
+        }
         let mut name = format!(
             "cutlass_{}_{}_{}x{}_{}x{}_{}_align{}",
             self.opclass.manifest_name(),
@@ -210,8 +229,11 @@ impl GemmKernel {
         if self.element_epilogue != acc {
             name.push_str(&format!("_epi{}", self.element_epilogue.library_name()));
         }
-        if self.swizzle != Swizzle::Identity8 {
+        if self.swizzle != self.default_swizzle() {
             name.push_str(&format!("_{}", self.swizzle.manifest_name()));
+        }
+        if self.conv_kind().is_some() && self.stride_support == StrideSupport::Unity {
+            name.push_str("_unity_stride");
         }
         if self.split_k == SplitK::Parallel {
             name.push_str("_splitk_parallel");
@@ -257,8 +279,17 @@ impl GemmKernel {
             }
         };
         let (t, c) = (self.tile, self.cluster);
+        let layouts = match self.conv_kind() {
+            Some(_) => "nhwc".to_string(),
+            None => format!(
+                "{}{}{}",
+                self.layout_a.letter(),
+                self.layout_b.letter(),
+                self.layout_c.letter()
+            ),
+        };
         let mut name = format!(
-            "cutlass3x_sm{}a_{}_{}_{}_{}_{}_{}_{}_{}x{}x{}_{}x{}x{}_{}_{}{}{}_align{}{}{}{}",
+            "cutlass3x_sm{}a_{}_{}_{}_{}_{}_{}_{}_{}x{}x{}_{}x{}x{}_{}_{}_align{}{}{}{}",
             self.arch,
             self.opclass.manifest_name(),
             self.operation_name(),
@@ -274,9 +305,7 @@ impl GemmKernel {
             c.n,
             c.k,
             self.stages,
-            self.layout_a.letter(),
-            self.layout_b.letter(),
-            self.layout_c.letter(),
+            layouts,
             self.alignment_a,
             self.schedule.library_suffix(),
             self.epilogue_schedule.library_suffix(),
@@ -295,11 +324,25 @@ impl GemmKernel {
         name
     }
 
-    /// The operation in CUTLASS's names: `gemm`, or `gemm_grouped` (CUTLASS's `GemmKindNames`).
-    fn operation_name(&self) -> &'static str {
-        match self.kind {
-            OperationKind::Gemm => "gemm",
-            OperationKind::GemmGrouped => "gemm_grouped",
+    /// The operation in CUTLASS's names: `gemm`, or `gemm_grouped` (CUTLASS's `GemmKindNames`);
+    /// a 2.x conv kernel's `fprop_optimized` (kind and iterator algorithm, CUTLASS's conv names),
+    /// a 3.x one's `fprop`.
+    fn operation_name(&self) -> String {
+        match (self.conv_kind(), self.api()) {
+            (Some(kind), Api::Cutlass2x) => format!("{kind}_{}", self.iterator_algorithm),
+            (Some(kind), Api::Cutlass3x) => kind.manifest_name().to_string(),
+            (None, _) if self.kind == OperationKind::GemmGrouped => "gemm_grouped".into(),
+            (None, _) => "gemm".into(),
+        }
+    }
+
+    /// The swizzle a kernel gets when the manifest names none: CUTLASS's generator uses
+    /// `identity8` for GEMMs and `identity4` for convolutions.
+    pub fn default_swizzle(&self) -> Swizzle {
+        if self.conv_kind().is_some() {
+            Swizzle::Identity4
+        } else {
+            Swizzle::Identity8
         }
     }
 

@@ -18,7 +18,121 @@ spelled_enum! {
         Gemm = "gemm",
         /// A list of independent GEMMs, each with its own extents and operands, in one launch.
         GemmGrouped = "gemm_grouped",
+        /// 2-D convolution, forward: output = conv(activation, filter) (implicit GEMM).
+        Conv2dFprop = "conv2d_fprop",
+        /// 2-D convolution, data gradient: activation grad = conv_transpose(output grad, filter).
+        Conv2dDgrad = "conv2d_dgrad",
+        /// 2-D convolution, weight gradient: filter grad = correlation of output grad and activation.
+        Conv2dWgrad = "conv2d_wgrad",
     }
+}
+
+impl OperationKind {
+    /// The convolution a conv kind computes; `None` for the GEMM kinds.
+    pub fn conv_kind(self) -> Option<ConvKind> {
+        match self {
+            OperationKind::Conv2dFprop => Some(ConvKind::Fprop),
+            OperationKind::Conv2dDgrad => Some(ConvKind::Dgrad),
+            OperationKind::Conv2dWgrad => Some(ConvKind::Wgrad),
+            OperationKind::Gemm | OperationKind::GemmGrouped => None,
+        }
+    }
+}
+
+spelled_enum! {
+    /// Which of a convolution's three products a conv kernel computes. Tensors are channels-last:
+    /// the activation NHWC, the filter KRSC, the output NPQK; as an implicit GEMM,
+    /// `D = alpha·conv(A, B) + beta·C` with these roles:
+    ///
+    /// | kind  | A            | B          | C, D          | GEMM M × N × K   |
+    /// |-------|--------------|------------|---------------|------------------|
+    /// | fprop | activation   | filter     | output        | NPQ × K × RSC    |
+    /// | dgrad | output grad  | filter     | activation grad | NHW × C × KRS  |
+    /// | wgrad | output grad  | activation | filter grad   | K × RSC × NPQ    |
+    ConvKind {
+        Fprop = "fprop",
+        Dgrad = "dgrad",
+        Wgrad = "wgrad",
+    }
+}
+
+impl ConvKind {
+    /// CUTLASS's `conv::Operator`.
+    pub fn cutlass_operator(self) -> &'static str {
+        match self {
+            ConvKind::Fprop => "cutlass::conv::Operator::kFprop",
+            ConvKind::Dgrad => "cutlass::conv::Operator::kDgrad",
+            ConvKind::Wgrad => "cutlass::conv::Operator::kWgrad",
+        }
+    }
+
+    /// The implicit GEMM's matrix layouts of A, B and C/D over channels-last tensors: the
+    /// contiguous channel dimension is K of the GEMM for fprop's A and B, N of the GEMM for
+    /// dgrad's B, M for wgrad's A.
+    pub fn gemm_layouts(self) -> [Layout; 3] {
+        match self {
+            ConvKind::Fprop => [Layout::Row, Layout::Column, Layout::Row],
+            ConvKind::Dgrad => [Layout::Row, Layout::Row, Layout::Row],
+            ConvKind::Wgrad => [Layout::Column, Layout::Row, Layout::Row],
+        }
+    }
+}
+
+spelled_enum! {
+    /// How a CUTLASS 2.x conv kernel walks the activation (CUTLASS's `conv::IteratorAlgorithm`).
+    IteratorAlgorithm {
+        /// Computes every coordinate: any problem.
+        Analytic = "analytic",
+        /// Precomputed increments: faster; needs C (fprop, wgrad: A's channels) a multiple of
+        /// the alignment, as every iterator with vector accesses does.
+        Optimized = "optimized",
+        /// fprop only: C equals the kernel's alignment (the 3-channel RGB stem padded to 4 or 8).
+        FixedChannels = "fixed_channels",
+        /// fprop only: C a multiple of the (small) alignment, vectors never cross a pixel.
+        FewChannels = "few_channels",
+    }
+}
+
+impl IteratorAlgorithm {
+    pub fn cutlass_value(self) -> &'static str {
+        match self {
+            IteratorAlgorithm::Analytic => "cutlass::conv::IteratorAlgorithm::kAnalytic",
+            IteratorAlgorithm::Optimized => "cutlass::conv::IteratorAlgorithm::kOptimized",
+            IteratorAlgorithm::FixedChannels => "cutlass::conv::IteratorAlgorithm::kFixedChannels",
+            IteratorAlgorithm::FewChannels => "cutlass::conv::IteratorAlgorithm::kFewChannels",
+        }
+    }
+}
+
+spelled_enum! {
+    /// Which convolution strides a CUTLASS 2.x dgrad kernel handles (`conv::StrideSupport`).
+    StrideSupport {
+        /// Any stride (dgrad: CUTLASS's strided-dgrad kernel, which cannot split K at stride > 1
+        /// nor take a dilation).
+        Strided = "strided",
+        /// Stride 1 only (dgrad: the faster unity-stride iterators); refuses stride > 1.
+        Unity = "unity",
+    }
+}
+
+impl StrideSupport {
+    pub fn cutlass_value(self) -> &'static str {
+        match self {
+            StrideSupport::Strided => "cutlass::conv::StrideSupport::kStrided",
+            StrideSupport::Unity => "cutlass::conv::StrideSupport::kUnity",
+        }
+    }
+}
+
+/// A 2-D convolution as its implicit GEMM: `gemm` holds the element types, alignments (of A, B
+/// and C in the roles of [`ConvKind`]), accumulator and math, with the GEMM view's layouts
+/// ([`ConvKind::gemm_layouts`]); the tensors themselves are channels-last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConvOperation {
+    pub kind: ConvKind,
+    pub gemm: GemmOperation,
+    pub iterator: IteratorAlgorithm,
+    pub stride_support: StrideSupport,
 }
 
 spelled_enum! {
@@ -77,6 +191,7 @@ pub struct GroupedGemmOperation {
 pub enum Operation {
     Gemm(GemmOperation),
     GemmGrouped(GroupedGemmOperation),
+    Conv2d(ConvOperation),
 }
 
 impl Operation {
@@ -84,14 +199,29 @@ impl Operation {
         match self {
             Operation::Gemm(_) => OperationKind::Gemm,
             Operation::GemmGrouped(_) => OperationKind::GemmGrouped,
+            Operation::Conv2d(c) => match c.kind {
+                ConvKind::Fprop => OperationKind::Conv2dFprop,
+                ConvKind::Dgrad => OperationKind::Conv2dDgrad,
+                ConvKind::Wgrad => OperationKind::Conv2dWgrad,
+            },
         }
     }
 
-    /// The GEMM operands of a GEMM-shaped operation (plain and grouped GEMM).
+    /// The GEMM operands of a GEMM-shaped operation (plain and grouped GEMM; a convolution's
+    /// implicit GEMM).
     pub fn gemm(&self) -> &GemmOperation {
         match self {
             Operation::Gemm(g) => g,
             Operation::GemmGrouped(g) => &g.gemm,
+            Operation::Conv2d(c) => &c.gemm,
+        }
+    }
+
+    /// The convolution of a conv kernel.
+    pub fn conv(&self) -> Option<&ConvOperation> {
+        match self {
+            Operation::Conv2d(c) => Some(c),
+            _ => None,
         }
     }
 }

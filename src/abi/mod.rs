@@ -1,4 +1,4 @@
-//! The C ABI shared with the generated host code (`cutlass_glue/include/cutlass_aot/abi.h` and `abi_grouped.h`).
+//! The C ABI shared with the generated host code (`cutlass_glue/include/cutlass_aot/abi.h`, `abi_grouped.h` and `abi_conv.h`).
 #![allow(
     non_camel_case_types,
     non_upper_case_globals,

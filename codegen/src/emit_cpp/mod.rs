@@ -10,6 +10,8 @@
 //! CUTLASS 2.x and 3.x kernels never share a unit: they are compiled for different targets (sm_80
 //! code vs sm_90a code).
 
+mod conv_2x;
+mod conv_3x;
 mod gemm_2x;
 mod gemm_3x;
 mod grouped_2x;
@@ -92,13 +94,47 @@ const GEMM_3X_ARRAY: Emitter = Emitter {
     ..GROUPED_3X
 };
 
+/// CUTLASS 2.x implicit-GEMM conv2d (fprop, dgrad, wgrad).
+const CONV_2X: Emitter = Emitter {
+    family_prefix: "conv_",
+    include: "cutlass_aot/conv_2x.cuh",
+    glue: &[
+        "cutlass_aot/abi.h",
+        "cutlass_aot/gemm_2x.cuh",
+        "cutlass_aot/abi_conv.h",
+        "cutlass_aot/conv_2x.cuh",
+    ],
+    kernel: conv_2x::kernel_source,
+};
+
+/// CUTLASS 3.x sm90 implicit-GEMM conv2d (fprop, dgrad, wgrad).
+const CONV_3X: Emitter = Emitter {
+    family_prefix: "sm90_conv_",
+    include: "cutlass_aot/conv_3x.cuh",
+    glue: &[
+        "cutlass_aot/abi.h",
+        "cutlass_aot/gemm_3x.cuh",
+        "cutlass_aot/abi_conv.h",
+        "cutlass_aot/conv_3x.cuh",
+    ],
+    kernel: conv_3x::kernel_source,
+};
+
 fn emitter(kernel: &GemmKernel) -> &'static Emitter {
+    if kernel.conv_kind().is_some() {
+        return match kernel.api() {
+            Api::Cutlass2x => &CONV_2X,
+            Api::Cutlass3x => &CONV_3X,
+        };
+    }
     match (kernel.kind, kernel.api()) {
         (OperationKind::Gemm, Api::Cutlass2x) => &GEMM_2X,
         (OperationKind::Gemm, Api::Cutlass3x) if kernel.batch_mode == BatchMode::Array => &GEMM_3X_ARRAY,
         (OperationKind::Gemm, Api::Cutlass3x) => &GEMM_3X,
         (OperationKind::GemmGrouped, Api::Cutlass2x) => &GROUPED_2X,
         (OperationKind::GemmGrouped, Api::Cutlass3x) => &GROUPED_3X,
+        (_, Api::Cutlass2x) => &GEMM_2X,
+        (_, Api::Cutlass3x) => &GEMM_3X,
     }
 }
 

@@ -157,6 +157,48 @@ pub fn check(e: &Entry) -> Vec<KeyProblem> {
             blocking: false,
         });
     }
+    let conv = e.kind.conv_kind().is_some();
+    for (key, given) in [
+        ("iterator_algorithm", e.iterator_algorithm.is_some()),
+        ("stride_support", e.stride_support.is_some()),
+    ] {
+        if !given {
+            continue;
+        }
+        let message = if !conv {
+            format!(
+                "{key} is only for conv kinds (conv2d_fprop, conv2d_dgrad, conv2d_wgrad; this entry is {}): \
+                 remove it",
+                e.kind
+            )
+        } else if has_3x {
+            format!(
+                "{key} is only for arch 80 (CUTLASS 2.x convolutions); arch 90 convolutions read the \
+                 activation with TMA im2col: remove it{split}"
+            )
+        } else {
+            continue;
+        };
+        out.push(KeyProblem {
+            key,
+            message,
+            blocking: false,
+        });
+    }
+    if conv {
+        for (key, given) in [("bias", e.bias.is_some()), ("scale", e.scale.is_some())] {
+            if given {
+                out.push(KeyProblem {
+                    key,
+                    message: format!(
+                        "{key} is not supported for conv kinds yet (their epilogues fuse an activation \
+                         only): remove it"
+                    ),
+                    blocking: false,
+                });
+            }
+        }
+    }
     if has_2x && e.warps.is_none() {
         out.push(KeyProblem {
             key: "warps",

@@ -6,8 +6,8 @@ use super::schema::RawOperation;
 use super::values::{describe, family, integer, shape_family, spelled_family, stages, BadValue, Stages};
 use crate::model::{
     Activation, AuxInput, AuxOutput, BatchMode, Broadcast, DType, Epilogue, EpilogueSchedule, GroupSchedule,
-    KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction, Residual, Shape3, SplitK, Swizzle,
-    TileScheduler,
+    IteratorAlgorithm, KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction, Residual, Shape3,
+    SplitK, StrideSupport, Swizzle, TileScheduler,
 };
 use serde_yaml::Value;
 
@@ -57,6 +57,8 @@ pub struct Entry {
     pub reduction: Option<Vec<Reduction>>,
     pub group_schedule: Option<Vec<GroupSchedule>>,
     pub batch_mode: Option<Vec<BatchMode>>,
+    pub iterator_algorithm: Option<Vec<IteratorAlgorithm>>,
+    pub stride_support: Option<Vec<StrideSupport>>,
 }
 
 /// Reads entry `index`, reporting every problem; `None` when a required field is missing or
@@ -96,9 +98,14 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         c: r.optional("c", &raw.c, dtype),
         accumulator: r.optional("accumulator", &raw.accumulator, dtype),
         epilogue_compute: r.optional("epilogue_compute", &raw.epilogue_compute, dtype),
-        layout_a: r.required("layout_a", &raw.layout_a, layout, &layout_help),
-        layout_b: r.required("layout_b", &raw.layout_b, layout, &layout_help),
-        layout_c: r.optional("layout_c", &raw.layout_c, layout),
+        layout_a: r.matrix_layout(kind, "layout_a", &raw.layout_a, layout, &layout_help),
+        layout_b: r.matrix_layout(kind, "layout_b", &raw.layout_b, layout, &layout_help),
+        layout_c: if kind.conv_kind().is_some() {
+            r.no_matrix_layout("layout_c", &raw.layout_c);
+            None
+        } else {
+            r.optional("layout_c", &raw.layout_c, layout)
+        },
         alignment: r.optional("alignment", &raw.alignment, integers),
         alignment_c: r.optional("alignment_c", &raw.alignment_c, integers),
         tile: r.required("tile", &raw.tile, shape_family, tile_help),
@@ -158,6 +165,16 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         batch_mode: r.optional("batch_mode", &raw.batch_mode, |v| {
             spelled_family(v, BatchMode::from_manifest_name, &BatchMode::allowed())
         }),
+        iterator_algorithm: r.optional("iterator_algorithm", &raw.iterator_algorithm, |v| {
+            spelled_family(
+                v,
+                IteratorAlgorithm::from_manifest_name,
+                &IteratorAlgorithm::allowed(),
+            )
+        }),
+        stride_support: r.optional("stride_support", &raw.stride_support, |v| {
+            spelled_family(v, StrideSupport::from_manifest_name, &StrideSupport::allowed())
+        }),
     };
     entry.clean = r.clean;
     let required = [
@@ -211,6 +228,38 @@ impl Reader<'_, '_> {
             self.problem(key, None, format!("missing; `{key}` is required: {what}"));
         }
         self.optional(key, value, read).unwrap_or_default()
+    }
+
+    /// `layout_a` / `layout_b`: required for GEMM kinds; a conv entry has none (its tensors are
+    /// channels-last) and gets a placeholder that `expand.rs` replaces by the implicit GEMM's view.
+    fn matrix_layout(
+        &mut self,
+        kind: OperationKind,
+        key: &str,
+        value: &Option<Value>,
+        read: impl Fn(&Value) -> Result<Vec<Layout>, Vec<BadValue>>,
+        what: &str,
+    ) -> Vec<Layout> {
+        if kind.conv_kind().is_some() {
+            self.no_matrix_layout(key, value);
+            return vec![Layout::Row];
+        }
+        self.required(key, value, read, what)
+    }
+
+    /// Reports a matrix layout given to a conv entry.
+    fn no_matrix_layout(&mut self, key: &str, value: &Option<Value>) {
+        if value.is_none() {
+            return;
+        }
+        self.problem(
+            key,
+            None,
+            format!(
+                "conv entries take no matrix layouts: their tensors are channels-last (activation NHWC, filter \
+                 KRSC, output NPQK); remove `{key}`"
+            ),
+        );
     }
 
     /// The entry's operation; a missing or unknown one is reported and read as `gemm`, so that

@@ -4,15 +4,15 @@ use super::entry::Entry;
 use super::values::Stages;
 use crate::model::{
     Activation, Api, AuxInput, AuxOutput, BatchMode, Broadcast, DType, Epilogue, EpilogueSchedule, Fusion,
-    GemmKernel, GroupSchedule, KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction, Residual,
-    Shape3, SplitK, Swizzle, TileScheduler,
+    GemmKernel, GroupSchedule, IteratorAlgorithm, KernelSchedule, Layout, MathOp, OpClass, OperationKind,
+    Reduction, Residual, Shape3, SplitK, StrideSupport, Swizzle, TileScheduler,
 };
 
 /// More kernels than this from one entry is surely a mistake (each one is compiled by nvcc).
 pub const MAX_KERNELS_PER_ENTRY: usize = 4096;
 
 /// How many fields an entry has (its `kind` and `name` aside).
-const FIELDS: usize = 33;
+const FIELDS: usize = 35;
 
 /// How many kernels `entry` expands to.
 pub fn count(e: &Entry) -> usize {
@@ -58,6 +58,8 @@ fn lengths(e: &Entry) -> [usize; FIELDS] {
         len(&e.reduction),
         len(&e.group_schedule),
         len(&e.batch_mode),
+        len(&e.iterator_algorithm),
+        len(&e.stride_support),
     ]
 }
 
@@ -109,6 +111,8 @@ pub fn expand(e: &Entry, origin: &str) -> Vec<GemmKernel> {
                     reduction: pick(&e.reduction, i[30]),
                     group_schedule: pick(&e.group_schedule, i[31]),
                     batch_mode: pick(&e.batch_mode, i[32]),
+                    iterator_algorithm: pick(&e.iterator_algorithm, i[33]),
+                    stride_support: pick(&e.stride_support, i[34]),
                 },
                 e.kind,
                 origin,
@@ -165,6 +169,8 @@ struct Choice {
     reduction: Option<Reduction>,
     group_schedule: Option<GroupSchedule>,
     batch_mode: Option<BatchMode>,
+    iterator_algorithm: Option<IteratorAlgorithm>,
+    stride_support: Option<StrideSupport>,
 }
 
 /// Fills the defaults of the manifest format (documented in `mod.rs`). Keys of the other CUTLASS
@@ -207,6 +213,8 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
         layout_a: c.layout_a,
         layout_b: c.layout_b,
         layout_c: c.layout_c.unwrap_or(Layout::Row),
+        iterator_algorithm: c.iterator_algorithm.unwrap_or(IteratorAlgorithm::Optimized),
+        stride_support: c.stride_support.unwrap_or(StrideSupport::Strided),
         alignment_a: 0, // set below: the defaults of 2.x and 3.x kernels differ
         alignment_b: 0,
         alignment_c: 0, // set below: its default depends on the rest of the kernel
@@ -238,6 +246,11 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
         },
         origin: origin.to_string(),
     };
+    // A convolution's operands are channels-last tensors, seen by the rules (and CUTLASS) as its
+    // implicit GEMM's matrices.
+    if let Some(conv) = kind.conv_kind() {
+        [kernel.layout_a, kernel.layout_b, kernel.layout_c] = conv.gemm_layouts();
+    }
     let alignment = match kernel.api() {
         Api::Cutlass2x => {
             kernel.warps = c.warps.unwrap_or(Shape3::new(0, 0, 0));
@@ -261,7 +274,7 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
                     }
                 }
             };
-            kernel.swizzle = c.swizzle.unwrap_or(Swizzle::Identity8);
+            kernel.swizzle = c.swizzle.unwrap_or_else(|| kernel.default_swizzle());
             // Grouped kernels do not split K (a `split_k` given is reported by their rules).
             let split_default = if kind == OperationKind::GemmGrouped {
                 SplitK::None

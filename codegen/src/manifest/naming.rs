@@ -48,6 +48,12 @@ const PLACEHOLDERS: &[(&str, Option<Api>, Render)] = &[
         k.group_schedule.to_string()
     }),
     ("batch_mode", Some(Api::Cutlass3x), |k| k.batch_mode.to_string()),
+    ("iterator_algorithm", Some(Api::Cutlass2x), |k| {
+        k.iterator_algorithm.to_string()
+    }),
+    ("stride_support", Some(Api::Cutlass2x), |k| {
+        k.stride_support.to_string()
+    }),
 ];
 
 /// Whether placeholder `i` means something for `kernel`.

@@ -59,5 +59,7 @@ pub struct RawOperation {
     pub reduction: Option<Value>,
     pub group_schedule: Option<Value>,
     pub batch_mode: Option<Value>,
+    pub iterator_algorithm: Option<Value>,
+    pub stride_support: Option<Value>,
     pub feature: Option<Value>,
 }

@@ -5,6 +5,7 @@
 
 mod rules_2x;
 mod rules_3x;
+mod rules_conv;
 mod rules_epilogue;
 mod rules_grouped;
 
@@ -32,6 +33,7 @@ pub fn check(k: &GemmKernel) -> Vec<Finding> {
         Api::Cutlass3x => rules_3x::check(k, &mut out),
     }
     rules_epilogue::check(k, &mut out);
+    rules_conv::check(k, &mut out);
     if k.is_grouped() || k.is_pointer_array_3x() {
         rules_grouped::check(k, &mut out);
     }

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Joins conv_bench's records with conv_cudnn.py's (same problem, op, dtype) into results records
+(DESIGN.md §6: ours_us, ref_us, ratio = ours ÷ reference throughput) and prints the geometric
+means per op and dtype, and every layer under 0.8x.
+
+    python3 bench/compare_conv.py ours.jsonl cudnn.jsonl results.jsonl
+"""
+import json
+import math
+import sys
+from collections import defaultdict
+
+
+def key(r):
+    return (r["op"], r["dtype"], r["n"], r["h"], r["w"], r["c"], r["k"], r["r"], r["s"], r["pad"], r["stride"])
+
+
+def main(ours_path, ref_path, out_path):
+    refs = {}
+    for line in open(ref_path):
+        if line.strip():
+            r = json.loads(line)
+            refs[key(r)] = r
+    groups = defaultdict(list)
+    with open(out_path, "w") as out:
+        for line in open(ours_path):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            ref = refs.get(key(r))
+            if ref is None:
+                continue
+            r.update({"ref": "cudnn", "ref_us": ref["ref_us"], "ref_tflops": ref["ref_tflops"],
+                      "ratio": round(ref["ref_us"] / r["ours_us"], 3), "torch": ref["torch"], "cudnn": ref["cudnn"]})
+            out.write(json.dumps(r) + "\n")
+            groups[(r["set"], r["op"], r["dtype"])].append(r)
+    for (set_, op, dtype), rs in sorted(groups.items()):
+        geo = math.exp(sum(math.log(r["ratio"]) for r in rs) / len(rs))
+        low = [r for r in rs if r["ratio"] < 0.8]
+        print(f"{set_:9} {op:13} {dtype:5} geomean {geo:.3f}x over {len(rs)} layers, {len(low)} under 0.8x")
+        for r in low:
+            print(f"    {r['h']}x{r['w']} {r['c']}->{r['k']} {r['r']}x{r['s']} s{r['stride']}: {r['ratio']:.2f}x "
+                  f"({r['ours_tflops']} vs {r['ref_tflops']} TFLOP/s, {r['rust_name']})")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

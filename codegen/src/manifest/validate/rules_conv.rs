@@ -1,0 +1,166 @@
+//! The rules of conv kernels, on top of the rules of their generation (a conv kernel is an
+//! implicit GEMM, so tile, warps, instruction, stages, alignment and shared memory follow the GEMM
+//! rules of `rules_2x.rs` / `rules_3x.rs`).
+
+use super::{list, Finding};
+use crate::model::{
+    Api, ConvKind, DType, EpilogueSchedule, GemmKernel, IteratorAlgorithm, KernelSchedule, MathOp, OpClass,
+    Shape3, StrideSupport, Swizzle, TileScheduler,
+};
+
+/// The identity swizzles, the only ones CUTLASS's conv kernels take.
+const SWIZZLES: &[Swizzle] = &[
+    Swizzle::Identity1,
+    Swizzle::Identity2,
+    Swizzle::Identity4,
+    Swizzle::Identity8,
+];
+
+/// Every conv rule broken by `k` (a conv kernel), appended to `out`.
+pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
+    let Some(kind) = k.conv_kind() else { return };
+    if k.api() == Api::Cutlass3x {
+        return check_3x(k, kind, out);
+    }
+    if k.element_a == DType::S8 && kind != ConvKind::Fprop {
+        out.push((
+            "a",
+            format!(
+                "s8 convolutions exist for fprop only in CUTLASS 2.x (this is {kind}); allowed for {kind}: \
+                 f16, bf16, f32"
+            ),
+        ));
+    }
+    if k.element_a == DType::F64 && k.opclass == OpClass::TensorOp {
+        out.push((
+            "opclass",
+            "f64 convolutions are built on SIMT cores here; allowed with a: f64: opclass simt".to_string(),
+        ));
+    }
+    match k.iterator_algorithm {
+        IteratorAlgorithm::FixedChannels | IteratorAlgorithm::FewChannels => {
+            if kind != ConvKind::Fprop {
+                out.push((
+                    "iterator_algorithm",
+                    format!(
+                        "{} exists for fprop only (this is {kind}); allowed for {kind}: analytic, optimized",
+                        k.iterator_algorithm
+                    ),
+                ));
+            }
+            if k.opclass != OpClass::TensorOp {
+                out.push((
+                    "iterator_algorithm",
+                    format!(
+                        "{} needs opclass tensorop; allowed on simt: analytic, optimized",
+                        k.iterator_algorithm
+                    ),
+                ));
+            }
+        }
+        IteratorAlgorithm::Analytic | IteratorAlgorithm::Optimized => {}
+    }
+    if k.stride_support == StrideSupport::Unity && kind != ConvKind::Dgrad {
+        out.push((
+            "stride_support",
+            format!(
+                "unity is for dgrad only (CUTLASS's unity-stride dgrad iterators; fprop and wgrad kernels take \
+                 any stride); remove it from this {kind} entry, or use strided"
+            ),
+        ));
+    }
+    if !SWIZZLES.contains(&k.swizzle) {
+        out.push((
+            "swizzle",
+            format!(
+                "{} is not a conv swizzle; allowed: {} (conv kernels walk their tiles in identity order)",
+                k.swizzle,
+                list(SWIZZLES)
+            ),
+        ));
+    }
+}
+
+/// The clusters CUTLASS's generator builds sm90 convolutions with.
+const CLUSTERS_3X: &[Shape3] = &[Shape3::new(1, 1, 1), Shape3::new(2, 1, 1), Shape3::new(1, 2, 1)];
+
+/// CUTLASS 4.2's sm90 convolutions: the non-persistent warp-specialized kernel only, f16 and bf16
+/// (and TF32 for fprop), an activation as the only fusion.
+fn check_3x(k: &GemmKernel, kind: ConvKind, out: &mut Vec<Finding>) {
+    let types_ok = match k.element_a {
+        DType::F16 | DType::Bf16 => true,
+        DType::F32 => kind == ConvKind::Fprop,
+        _ => false,
+    };
+    if !types_ok {
+        let allowed = if kind == ConvKind::Fprop {
+            "f16, bf16, f32 (TF32)"
+        } else {
+            "f16, bf16"
+        };
+        out.push((
+            "a",
+            format!(
+                "{} is not supported for arch 90 {kind}; allowed: {allowed}",
+                k.element_a
+            ),
+        ));
+    }
+    if !matches!(k.schedule, KernelSchedule::Auto | KernelSchedule::WarpSpecialized) {
+        out.push((
+            "schedule",
+            format!(
+                "{} is not supported for convolutions (CUTLASS 4.2 has no persistent conv kernels); allowed: \
+                 auto, warpspecialized",
+                k.schedule
+            ),
+        ));
+    }
+    if k.tile_scheduler != TileScheduler::Persistent {
+        out.push((
+            "tile_scheduler",
+            format!(
+                "{} is not supported for convolutions (they cannot split K on arch 90); remove it",
+                k.tile_scheduler
+            ),
+        ));
+    }
+    if !matches!(
+        k.epilogue_schedule,
+        EpilogueSchedule::Auto | EpilogueSchedule::Tma
+    ) {
+        out.push((
+            "epilogue_schedule",
+            format!(
+                "{} is not supported for convolutions (their epilogue stores with TMA); allowed: auto, tma",
+                k.epilogue_schedule
+            ),
+        ));
+    }
+    if !CLUSTERS_3X.contains(&k.cluster) {
+        out.push((
+            "cluster",
+            format!(
+                "{} is not supported for convolutions; allowed: {}",
+                k.cluster,
+                list(CLUSTERS_3X)
+            ),
+        ));
+    }
+    if k.math != MathOp::MultiplyAdd {
+        out.push((
+            "math",
+            format!(
+                "{} is not supported for arch 90 convolutions; allowed: multiply_add",
+                k.math
+            ),
+        ));
+    }
+    let f = &k.fusion;
+    if f.has_buffers() || f.residual != crate::model::Residual::None {
+        out.push((
+            "activation",
+            "conv kernels fuse an activation only (no bias, scale, aux or residual operands yet)".to_string(),
+        ));
+    }
+}

@@ -1,0 +1,336 @@
+/*
+ * CUTLASS 3.x (sm_90a) implicit-GEMM 2-D convolutions: the device entry point and the host
+ * `prepare` function of a kernel. Compiled twice like gemm_3x.cuh, whose TMA tiled-encode hook,
+ * thread-local error capture and RecordingAdapter this header reuses.
+ *
+ * CUTLASS_AOT_CONV_3X(NAME, KERNEL): KERNEL is a `cutlass::conv::kernel::ConvUniversal` over
+ * `cutlass::conv::ConvProblemShape<ConvOp, 2>` with a mainloop from
+ * `cutlass::conv::collective::CollectiveBuilder` (schedule `KernelImplicitTmaWarpSpecializedSm90`,
+ * the only one CUTLASS 4.2 has for sm90 convolutions: its Cooperative and Pingpong tags exist but
+ * the dispatch policy static_asserts on them). `NAME_prepare` takes `cutlass_aot_conv2d_args`
+ * (abi_conv.h). In CUTLASS 4.2 the sm90 ConvUniversal *is* the non-persistent warp-specialized
+ * GemmUniversal (one producer and one consumer warpgroup, 256 threads, no workspace, no tile
+ * scheduler arguments).
+ *
+ * The activation operand (A for fprop and dgrad, B for wgrad) is loaded by TMA in im2col mode:
+ * CUTLASS encodes its descriptor with the driver's cuTensorMapEncodeIm2col, routed here to
+ * `args->encode_im2col`; the other operands and the epilogue use tiled descriptors, routed by
+ * gemm_3x.cuh to `args->encode_tiled`. A failed encode of either kind makes prepare return
+ * CUTLASS_AOT_ERROR_TMA_ENCODE with `launch->driver_error` set.
+ *
+ * Padding: PyTorch's symmetric `pad` on both sides. CUTLASS's output extent
+ * 1 + (H + lower + upper - ((R - 1) * dilation + 1)) / stride floors exactly as PyTorch's does, and
+ * so does the im2col TMA traversal (rows past the last full window are never read), so the upper
+ * padding is `pad` as in CUTLASS's own library (conv_operation_3x.hpp); p and q must be that extent.
+ *
+ * This header must come before any CUTLASS header (and before gemm_3x.cuh): the driver-call
+ * #defines have to be seen by CUTLASS's headers.
+ */
+#pragma once
+
+#if defined(CUTLASS_CUDA_DRIVER_WRAPPER_CALL)
+#error "conv_3x.cuh must be included before any CUTLASS header and before gemm_3x.cuh"
+#endif
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <cuda.h>
+
+#include "cutlass_aot/abi_conv.h"
+
+namespace cutlass_aot {
+
+/// The im2col encode function of the conv prepare call running on this thread (see below).
+inline thread_local cutlass_aot_encode_im2col_fn tma_encode_im2col = nullptr;
+
+/// Stands in for the driver's cuTensorMapEncodeIm2col inside CUTLASS (see the #define below).
+/// Declared here, before CUTLASS sees the name; defined after gemm_3x.cuh, whose first-error state
+/// it shares with the tiled hook.
+inline CUresult encode_im2col(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                              void *address, const cuuint64_t *dims, const cuuint64_t *strides,
+                              const int *lower_corner, const int *upper_corner,
+                              cuuint32_t channels_per_pixel, cuuint32_t pixels_per_column,
+                              const cuuint32_t *element_strides, CUtensorMapInterleave interleave,
+                              CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                              CUtensorMapFloatOOBfill oob);
+
+} // namespace cutlass_aot
+
+// CUTLASS calls it through CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeIm2col), which with
+// CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL (set by gemm_3x.cuh) calls the name as written.
+#define cuTensorMapEncodeIm2col cutlass_aot::encode_im2col
+
+#include "cutlass_aot/gemm_3x.cuh"
+
+#include <cutlass/conv/collective/collective_builder.hpp>
+#include <cutlass/conv/convnd_problem_shape.hpp>
+#include <cutlass/conv/convolution.h>
+#include <cutlass/conv/dispatch_policy.hpp>
+#include <cutlass/conv/kernel/conv_universal.hpp>
+#include <cutlass/util/packed_stride.hpp>
+
+namespace cutlass_aot {
+
+inline CUresult encode_im2col(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                              void *address, const cuuint64_t *dims, const cuuint64_t *strides,
+                              const int *lower_corner, const int *upper_corner,
+                              cuuint32_t channels_per_pixel, cuuint32_t pixels_per_column,
+                              const cuuint32_t *element_strides, CUtensorMapInterleave interleave,
+                              CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                              CUtensorMapFloatOOBfill oob) {
+  int32_t result = CUDA_ERROR_NOT_INITIALIZED;
+  if (tma_encode_im2col != nullptr) {
+    result = tma_encode_im2col(map, type, rank, address, dims, strides, lower_corner, upper_corner,
+                               channels_per_pixel, pixels_per_column, element_strides, interleave,
+                               swizzle, l2, oob);
+  }
+  if (result != CUDA_SUCCESS && tma_first_error == 0) {
+    tma_first_error = result;
+  }
+  return static_cast<CUresult>(result);
+}
+
+namespace conv_3x {
+
+/// The epilogue's scalar and activation arguments. The conv ABI carries no bias, scale-vector, aux
+/// or reduction operand, so a fusion that has one cannot be driven through it: refused at compile
+/// time rather than launched with a null operand.
+template <class ElementD, class Thread>
+void set_fusion_arguments(Thread &thread, const cutlass_aot_conv2d_args *in) {
+  static_assert(!has_bias<Thread>::value, "conv kernels: the conv ABI has no bias operand");
+  static_assert(!has_aux<Thread>::value, "conv kernels: the conv ABI has no aux operand");
+  static_assert(!has_dbias<Thread>::value, "conv kernels: the conv ABI has no reduction operand");
+  static_assert(!is_vector_stride<decltype(thread.dAlpha)>(),
+                "conv kernels: the conv ABI has no per-channel alpha/beta");
+  using ElementScalar = cute::remove_cvref_t<decltype(thread.alpha)>;
+  thread.alpha = static_cast<ElementScalar>(in->alpha);
+  thread.beta = static_cast<ElementScalar>(in->beta);
+  if constexpr (has_activation<Thread>::value) {
+    using Activation = decltype(thread.activation);
+    if constexpr (has_leaky_alpha<Activation>::value) {
+      thread.activation.leaky_alpha =
+          static_cast<decltype(thread.activation.leaky_alpha)>(in->activation_arg);
+    }
+    // A clamp saturates to the output type's range, as in gemm_3x.cuh.
+    if constexpr (has_bounds<Activation>::value) {
+      using Bound = decltype(thread.activation.lower_bound);
+      thread.activation.lower_bound =
+          static_cast<Bound>(cutlass::platform::numeric_limits<ElementD>::lowest());
+      thread.activation.upper_bound =
+          static_cast<Bound>(cutlass::platform::numeric_limits<ElementD>::max());
+    }
+  }
+}
+
+/// Whether `pointer` meets TMA's 16-byte global address alignment.
+inline bool tma_aligned(const void *pointer) {
+  return (reinterpret_cast<uintptr_t>(pointer) & 15u) == 0;
+}
+
+/// Whether `extent` contiguous elements of `Element` make a whole number of 16-byte TMA units.
+template <class Element> bool tma_aligned_extent(int64_t extent) {
+  return (extent * cutlass::sizeof_bits<Element>::value) % 128 == 0;
+}
+
+} // namespace conv_3x
+
+/// Flat ABI arguments → ConvProblemShape and CUTLASS Arguments → can_implement → workspace →
+/// Params (with im2col and tiled TMA descriptors), grid, block, cluster, shared memory.
+template <typename Kernel>
+int32_t conv_3x_prepare(const cutlass_aot_conv2d_args *in, void *params_out,
+                        size_t params_capacity, cutlass_aot_launch *launch) {
+  using Params = typename Kernel::Params;
+  using Arguments = typename Kernel::Arguments;
+  using ProblemShape = typename Kernel::ProblemShape;
+  using ElementA = typename Kernel::ElementA;
+  using ElementB = typename Kernel::ElementB;
+  using ElementC = typename Kernel::ElementC;
+  using ElementD = typename Kernel::ElementD;
+  using StrideC = typename Kernel::StrideC;
+  using StrideD = typename Kernel::StrideD;
+  using ClusterShape = typename Kernel::ClusterShape;
+  constexpr cutlass::conv::Operator op = ProblemShape::ConvOp;
+  static_assert(ProblemShape::NumSpatialDimensions == 2, "conv_3x.cuh builds 2-D convolutions");
+  static_assert(std::is_trivially_copyable<Params>::value, "Params must be copyable as bytes");
+
+  std::memset(launch, 0, sizeof(*launch));
+  if (in->n <= 0 || in->h <= 0 || in->w <= 0 || in->c <= 0 || in->k <= 0 || in->r <= 0 ||
+      in->s <= 0 || in->p <= 0 || in->q <= 0 || in->pad_h < 0 || in->pad_w < 0 ||
+      in->stride_h < 1 || in->stride_w < 1 || in->dilation_h < 1 || in->dilation_w < 1 ||
+      in->split_k_slices <= 0) {
+    return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
+  }
+  // The output extent the padding, stride and dilation give (PyTorch's, floored), which CUTLASS
+  // computes the same way from symmetric padding.
+  auto extent = [](int64_t input, int64_t filter, int64_t pad, int64_t stride, int64_t dilation) {
+    int64_t span = input + 2 * pad - ((filter - 1) * dilation + 1);
+    return span < 0 ? int64_t(0) : span / stride + 1;
+  };
+  if (extent(in->h, in->r, in->pad_h, in->stride_h, in->dilation_h) != in->p ||
+      extent(in->w, in->s, in->pad_w, in->stride_w, in->dilation_w) != in->q) {
+    return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
+  }
+  // No split-K: the sm90 conv kernel has no tile scheduler that splits K.
+  if (in->split_k_slices != 1) {
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+  // CUTLASS's sm90 convolutions compute cross-correlation only (their can_implement says so).
+  if (in->mode != CUTLASS_AOT_CONV_CROSS_CORRELATION) {
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+  // The sm90 dgrad mainloop is correct at unit stride only: a strided dgrad needs the
+  // zero-inserted output gradient (CUTLASS's sm100 has a separate strided-dgrad kernel, sm90 none),
+  // yet CUTLASS's can_implement accepts it.
+  if constexpr (op == cutlass::conv::Operator::kDgrad) {
+    if (in->stride_h != 1 || in->stride_w != 1) {
+      return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+    }
+  }
+  if (sizeof(Params) > params_capacity) {
+    return CUTLASS_AOT_ERROR_PARAMS_TOO_LARGE;
+  }
+
+  // TMA: 16-byte base addresses and contiguous (channel) extents of whole 16-byte units. The
+  // contiguous extent of each operand (channels-last, packed): the activation's and filter's is C,
+  // the output's K.
+  const int64_t a_channels = op == cutlass::conv::Operator::kFprop ? in->c : in->k;
+  const int64_t b_channels = in->c;
+  const int64_t cd_channels = op == cutlass::conv::Operator::kFprop ? in->k : in->c;
+  if (!conv_3x::tma_aligned(in->ptr_a) || !conv_3x::tma_aligned(in->ptr_b) ||
+      !conv_3x::tma_aligned(in->ptr_c) || !conv_3x::tma_aligned(in->ptr_d) ||
+      !conv_3x::tma_aligned_extent<ElementA>(a_channels) ||
+      !conv_3x::tma_aligned_extent<ElementB>(b_channels)) {
+    return CUTLASS_AOT_ERROR_MISALIGNED_OPERAND;
+  }
+
+  cutlass::KernelHardwareInfo hw_info;
+  hw_info.device_id = 0;
+  hw_info.sm_count = in->device_sms; // from the device, so CUTLASS never asks the CUDA runtime
+
+  // NHWC activation, KRSC filter, packed; symmetric padding (see the top of this file).
+  using Extent = typename ProblemShape::TensorExtent;
+  using Spatial = typename ProblemShape::SpatialExtent;
+  ProblemShape problem(cutlass::conv::Mode::kCrossCorrelation, Extent{in->n, in->h, in->w, in->c},
+                       Extent{in->k, in->r, in->s, in->c}, Spatial{in->pad_h, in->pad_w},
+                       Spatial{in->pad_h, in->pad_w}, Spatial{in->stride_h, in->stride_w},
+                       Spatial{in->dilation_h, in->dilation_w}, 1);
+  // The output grid CUTLASS derived must be the caller's p × q (checked above; defensive).
+  {
+    auto const &xformed = op == cutlass::conv::Operator::kFprop ? problem.shape_C : problem.shape_A;
+    if (xformed[1] != in->p || xformed[2] != in->q) {
+      return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
+    }
+  }
+
+  Arguments args{};
+  args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = problem;
+  args.mainloop.ptr_A = static_cast<ElementA const *>(in->ptr_a);
+  args.mainloop.ptr_B = static_cast<ElementB const *>(in->ptr_b);
+  conv_3x::set_fusion_arguments<ElementD>(args.epilogue.thread, in);
+  args.epilogue.ptr_C = static_cast<ElementC const *>(in->ptr_c);
+  args.epilogue.ptr_D = static_cast<ElementD *>(in->ptr_d);
+  // C/D strides as CUTLASS's library sets them (conv_operation_3x.hpp): fprop and dgrad outputs
+  // are ((W,H,N) spatial modes, channel, _0) from the packed NHWC / NPQK strides in reverse; the
+  // wgrad output is (K, (C,S,R), _0) from the packed KRSC strides.
+  StrideC dC{};
+  StrideD dD{};
+  if constexpr (op == cutlass::conv::Operator::kWgrad) {
+    dC = cutlass::make_cute_packed_stride(StrideC{}, problem.shape_C, problem.stride_C, op);
+    dD = cutlass::make_cute_packed_stride(StrideD{}, problem.shape_C, problem.stride_C, op);
+  } else {
+    cute::for_each(cute::make_seq<cute::rank<0>(StrideC{})>{}, [&](auto i) {
+      cute::get<0, i>(dC) = problem.stride_C[ProblemShape::RankT - 2 - i];
+    });
+    cute::for_each(cute::make_seq<cute::rank<0>(StrideD{})>{}, [&](auto i) {
+      cute::get<0, i>(dD) = problem.stride_C[ProblemShape::RankT - 2 - i];
+    });
+  }
+  args.epilogue.dC = dC;
+  args.epilogue.dD = dD;
+  args.hw_info = hw_info;
+
+  // CUTLASS's can_implement answers yes or no: TMA alignment of every operand, im2col padding,
+  // corner and filter-offset limits, cross-correlation, groups == 1. Misalignment of the output's
+  // channels is the one failure the checks above leave: report it as such.
+  if (!Kernel::can_implement(args)) {
+    if (!conv_3x::tma_aligned_extent<ElementC>(cd_channels) ||
+        !conv_3x::tma_aligned_extent<ElementD>(cd_channels)) {
+      return CUTLASS_AOT_ERROR_MISALIGNED_OPERAND;
+    }
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
+
+  size_t workspace_bytes = Kernel::get_workspace_size(args);
+  launch->workspace_bytes = workspace_bytes;
+  if (workspace_bytes > 0 && (in->workspace == nullptr || workspace_bytes > in->workspace_capacity)) {
+    return CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL;
+  }
+  if (workspace_bytes > 0) {
+    RecordingAdapter adapter;
+    adapter.workspace = static_cast<char *>(in->workspace);
+    adapter.record = launch;
+    cutlass::Status init = Kernel::initialize_workspace(args, in->workspace, nullptr, &adapter);
+    if (init != cutlass::Status::kSuccess || adapter.overflow) {
+      return CUTLASS_AOT_ERROR_INTERNAL;
+    }
+  }
+
+  // gemm_3x.cuh's tiled hook reads the encode function from a GEMM args struct: hand it one that
+  // carries only that.
+  cutlass_aot_gemm_args encode_only{};
+  encode_only.encode_tiled = in->encode_tiled;
+  tma_args = &encode_only;
+  tma_encode_im2col = in->encode_im2col;
+  tma_first_error = 0;
+  Params params = Kernel::to_underlying_arguments(args, in->workspace);
+  tma_args = nullptr;
+  tma_encode_im2col = nullptr;
+  if (tma_first_error != 0) {
+    launch->driver_error = tma_first_error;
+    return CUTLASS_AOT_ERROR_TMA_ENCODE;
+  }
+  std::memcpy(params_out, &params, sizeof(Params));
+
+  dim3 grid = Kernel::get_grid_shape(params);
+  dim3 block = Kernel::get_block_shape();
+  if (grid.y > 65535u || grid.z > 65535u) {
+    return CUTLASS_AOT_ERROR_GRID_TOO_LARGE;
+  }
+  launch->grid[0] = grid.x;
+  launch->grid[1] = grid.y;
+  launch->grid[2] = grid.z;
+  launch->block[0] = block.x;
+  launch->block[1] = block.y;
+  launch->block[2] = block.z;
+  launch->cluster[0] = cute::size<0>(ClusterShape{});
+  launch->cluster[1] = cute::size<1>(ClusterShape{});
+  launch->cluster[2] = cute::size<2>(ClusterShape{});
+  launch->shared_mem_bytes = static_cast<uint32_t>(Kernel::SharedStorageSize);
+  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
+  return CUTLASS_AOT_OK;
+}
+
+} // namespace cutlass_aot
+
+#if defined(CUTLASS_AOT_DEVICE_PASS)
+/// The kernel entry: CUTLASS's own body (as in cutlass::device_kernel) under a stable name.
+#define CUTLASS_AOT_CONV_3X(NAME, KERNEL)                                                          \
+  extern "C" __global__ void __launch_bounds__(KERNEL::MaxThreadsPerBlock,                         \
+                                               KERNEL::MinBlocksPerMultiprocessor)                 \
+      NAME(CUTLASS_GRID_CONSTANT typename KERNEL::Params const params) {                           \
+    extern __shared__ char cutlass_aot_smem[];                                                     \
+    KERNEL op;                                                                                     \
+    op(params, cutlass_aot_smem);                                                                  \
+  }
+#elif defined(CUTLASS_AOT_HOST_PASS)
+#define CUTLASS_AOT_CONV_3X(NAME, KERNEL)                                                          \
+  extern "C" int32_t NAME##_prepare(const cutlass_aot_conv2d_args *args, void *params,             \
+                                    size_t params_capacity, cutlass_aot_launch *launch) {          \
+    return cutlass_aot::conv_3x_prepare<KERNEL>(args, params, params_capacity, launch);            \
+  }
+#else
+#error "compile with -DCUTLASS_AOT_DEVICE_PASS or -DCUTLASS_AOT_HOST_PASS"
+#endif

@@ -1,0 +1,500 @@
+//! Times every conv kernel that supports a problem (ResNet-50's layers, and a sweep of other
+//! shapes) and writes one JSON line per problem with the fastest kernel, spot-checked against an
+//! f64 reference. `bench/conv_cudnn.py` times cuDNN on the same problems in the same run, and
+//! `bench/compare_conv.py` joins the two into ratios.
+//!
+//! ```text
+//! cargo build --release --features conv --example conv_bench
+//! conv_bench [--set resnet50|sweep|all] [--batch 128] [--dtype f16,bf16] [--kinds fprop,dgrad,wgrad]
+//!            [--iters 20] [--list] [--out FILE]
+//! ```
+//! `--list` prints the problems as JSON lines (what the cuDNN script reads) and times nothing.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use cutlass_aot::conv::{self, Conv2dProblem, ConvGeometry, ConvOperands, TensorOperand};
+use cutlass_aot::kernels::REGISTRY;
+use cutlass_aot::model::{ConvKind, DType};
+use cutlass_aot::{verify, KernelInfo};
+
+use common::{address, device_name, json_string, time_launches, utc_date, JsonRecord, Spinner};
+
+/// One layer: H = W, C → K, R = S, stride, padding.
+#[derive(Clone, Copy, Debug)]
+struct Layer {
+    hw: usize,
+    c: usize,
+    k: usize,
+    rs: usize,
+    stride: usize,
+    pad: usize,
+}
+
+const fn layer(hw: usize, c: usize, k: usize, rs: usize, stride: usize) -> Layer {
+    Layer {
+        hw,
+        c,
+        k,
+        rs,
+        stride,
+        pad: rs / 2,
+    }
+}
+
+/// ResNet-50's distinct conv layers (torchvision's v1.5: the stride in the 3×3 of a stage's first
+/// block, 1×1 downsample shortcuts), the stem first.
+const RESNET50: &[Layer] = &[
+    layer(224, 3, 64, 7, 2),
+    layer(56, 64, 64, 1, 1),
+    layer(56, 64, 64, 3, 1),
+    layer(56, 64, 256, 1, 1),
+    layer(56, 256, 64, 1, 1),
+    layer(56, 256, 128, 1, 1),
+    layer(56, 128, 128, 3, 2),
+    layer(28, 128, 512, 1, 1),
+    layer(56, 256, 512, 1, 2),
+    layer(28, 512, 128, 1, 1),
+    layer(28, 128, 128, 3, 1),
+    layer(28, 512, 256, 1, 1),
+    layer(28, 256, 256, 3, 2),
+    layer(14, 256, 1024, 1, 1),
+    layer(28, 512, 1024, 1, 2),
+    layer(14, 1024, 256, 1, 1),
+    layer(14, 256, 256, 3, 1),
+    layer(14, 1024, 512, 1, 1),
+    layer(14, 512, 512, 3, 2),
+    layer(7, 512, 2048, 1, 1),
+    layer(14, 1024, 2048, 1, 2),
+    layer(7, 2048, 512, 1, 1),
+    layer(7, 512, 512, 3, 1),
+];
+
+/// Shapes no ResNet has: odd sizes, ragged channels, 5×5, wide and narrow layers (batch 32).
+const SWEEP: &[(usize, Layer)] = &[
+    (32, layer(100, 40, 72, 3, 1)),
+    (32, layer(33, 96, 200, 5, 1)),
+    (32, layer(64, 256, 256, 3, 1)),
+    (32, layer(17, 520, 136, 3, 2)),
+    (32, layer(128, 32, 32, 3, 1)),
+    (32, layer(9, 1536, 384, 1, 1)),
+    (32, layer(48, 64, 192, 5, 2)),
+    (32, layer(24, 768, 768, 3, 1)),
+];
+
+struct Options {
+    set: String,
+    batch: usize,
+    dtypes: Vec<DType>,
+    kinds: Vec<ConvKind>,
+    iters: usize,
+    list: bool,
+    out: Option<String>,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        set: "all".into(),
+        batch: 128,
+        dtypes: vec![DType::F16, DType::Bf16],
+        kinds: vec![ConvKind::Fprop, ConvKind::Dgrad, ConvKind::Wgrad],
+        iters: 20,
+        list: false,
+        out: None,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--set" => o.set = value()?,
+            "--batch" => o.batch = value()?.parse().map_err(|e| format!("--batch: {e}"))?,
+            "--iters" => o.iters = value()?.parse().map_err(|e| format!("--iters: {e}"))?,
+            "--dtype" => {
+                o.dtypes = value()?
+                    .split(',')
+                    .map(|d| DType::from_manifest_name(d).ok_or(format!("--dtype: unknown {d}")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--kinds" => {
+                o.kinds = value()?
+                    .split(',')
+                    .map(|k| ConvKind::from_manifest_name(k).ok_or(format!("--kinds: unknown {k}")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--list" => o.list = true,
+            "--out" => o.out = Some(value()?),
+            other => {
+                return Err(format!(
+                    "unknown argument {other}; see the header of examples/conv_bench.rs"
+                ))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// (set label, batch, layer) of every problem asked for.
+fn problems(o: &Options) -> Vec<(&'static str, usize, Layer)> {
+    let mut out = Vec::new();
+    if o.set == "resnet50" || o.set == "all" {
+        out.extend(RESNET50.iter().map(|&l| ("resnet50", o.batch, l)));
+    }
+    if o.set == "sweep" || o.set == "all" {
+        out.extend(SWEEP.iter().map(|&(n, l)| ("sweep", n, l)));
+    }
+    out
+}
+
+/// Our problem for a layer: a C of 3 is padded to 4 channels (zero filter taps), what the
+/// fixed/few-channel kernels read; the record keeps the layer's own C.
+fn conv_problem(kind: ConvKind, dtype: DType, n: usize, l: Layer) -> Conv2dProblem {
+    let c = if l.c == 3 { 4 } else { l.c };
+    Conv2dProblem::new(kind, [n, l.hw, l.hw, c], [l.k, l.rs, l.rs], (dtype, dtype, dtype))
+        .padding(l.pad, l.pad)
+        .stride(l.stride, l.stride)
+}
+
+fn kind_op(kind: ConvKind) -> &'static str {
+    match kind {
+        ConvKind::Fprop => "conv2d_fprop",
+        ConvKind::Dgrad => "conv2d_dgrad",
+        ConvKind::Wgrad => "conv2d_wgrad",
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match parse(&args) {
+        Ok(o) => o,
+        Err(m) => {
+            eprintln!("{m}");
+            return ExitCode::from(2);
+        }
+    };
+    if o.list {
+        for (set, n, l) in problems(&o) {
+            for &kind in &o.kinds {
+                for &dtype in &o.dtypes {
+                    println!(
+                        "{{\"set\": \"{set}\", \"op\": \"{}\", \"dtype\": \"{dtype}\", \"n\": {n}, \"h\": {}, \"w\": {}, \"c\": {}, \"k\": {}, \"r\": {}, \"s\": {}, \"pad\": {}, \"stride\": {}, \"dilation\": 1}}",
+                        kind_op(kind), l.hw, l.hw, l.c, l.k, l.rs, l.rs, l.pad, l.stride
+                    );
+                }
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    cutlass_aot::workspace::set_cache_limit(usize::MAX);
+    let ctx = match cutlass_aot::device::context(0) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            eprintln!("conv_bench: no GPU: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&ctx, &o) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("conv_bench: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Random inputs in [-1, 1] shared by every launch (A and B read the same pool), and one output.
+struct Buffers {
+    dtype: DType,
+    pool_values: Vec<f64>,
+    pool: CudaSlice<u8>,
+    out: CudaSlice<u8>,
+}
+
+fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
+    let stream = ctx.default_stream();
+    let spinner = Spinner::new(ctx).map_err(|e| format!("spinner: {e}"))?;
+    let device = device_name(ctx);
+    let date = utc_date();
+    let mut sink: Box<dyn std::io::Write> = match &o.out {
+        Some(path) => Box::new(std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?),
+        None => Box::new(std::io::stdout()),
+    };
+    let all = problems(o);
+    for &dtype in &o.dtypes {
+        // The largest tensor of any problem, for the shared pools.
+        let largest = all
+            .iter()
+            .flat_map(|&(_, n, l)| {
+                o.kinds.iter().map(move |&kind| {
+                    let dims = conv_problem(kind, dtype, n, l).tensor_dims().unwrap();
+                    dims.iter().map(|d| d.iter().product::<usize>()).max().unwrap()
+                })
+            })
+            .max()
+            .unwrap_or(1);
+        // A and B read different halves of the pool: aliased operands would correlate (wgrad of a
+        // layer with K = C would sum squares and overflow f16).
+        let pool_values = verify::random_values(dtype, 2 * largest, 11);
+        let pool = stream
+            .clone_htod(&verify::encode(dtype, &pool_values))
+            .map_err(|e| format!("upload: {e}"))?;
+        let out = stream
+            .alloc_zeros::<u8>(largest * verify::element_bytes(dtype))
+            .map_err(|e| format!("alloc: {e}"))?;
+        let buffers = Buffers {
+            dtype,
+            pool_values,
+            pool,
+            out,
+        };
+        for &(set, n, l) in &all {
+            for &kind in &o.kinds {
+                let problem = conv_problem(kind, dtype, n, l);
+                let line = measure(ctx, &stream, &spinner, o, &buffers, &problem)?;
+                let Some((info, slices, us, verified, tried)) = line else {
+                    eprintln!("{set} {kind} {dtype} {l:?}: no kernel supports it");
+                    continue;
+                };
+                let (p, q) = problem.output_size().unwrap();
+                let flops = 2.0 * (n * p * q * l.k * l.rs * l.rs * l.c) as f64;
+                let record = JsonRecord::new()
+                    .str("device", &device)
+                    .str("date", &date)
+                    .str("op", kind_op(kind))
+                    .str("set", set)
+                    .str("kernel", info.name)
+                    .str("rust_name", info.rust_name)
+                    .str("dtype", dtype.manifest_name())
+                    .str("layout", "nhwc")
+                    .int("n", n)
+                    .int("h", l.hw)
+                    .int("w", l.hw)
+                    .int("c", l.c)
+                    .int("k", l.k)
+                    .int("r", l.rs)
+                    .int("s", l.rs)
+                    .int("pad", l.pad)
+                    .int("stride", l.stride)
+                    .int("dilation", 1)
+                    .int("p", p)
+                    .int("q", q)
+                    .int("c_padded", problem.c)
+                    .int("split_k", slices)
+                    .num("ours_us", us, 2)
+                    .num("ours_tflops", flops / us / 1e6, 1)
+                    .int("kernels_tried", tried)
+                    .bool("verified", verified);
+                writeln!(sink, "{}", record.finish()).map_err(|e| e.to_string())?;
+                eprintln!(
+                    "{set} {} {dtype} {}x{} {}->{} {}x{} s{}: {:.1} us, {:.0} TFLOP/s, {} ({})",
+                    kind_op(kind),
+                    l.hw,
+                    l.hw,
+                    l.c,
+                    l.k,
+                    l.rs,
+                    l.rs,
+                    l.stride,
+                    us,
+                    flops / us / 1e6,
+                    info.rust_name,
+                    if verified { "verified" } else { "NOT verified" }
+                );
+            }
+        }
+    }
+    let _ = json_string;
+    Ok(())
+}
+
+/// The fastest kernel of a problem: (kernel, split-K slices, µs, spot check passed, launches tried).
+type Best = (&'static KernelInfo, usize, f64, bool, usize);
+
+/// Times every kernel that supports `problem`: the fastest (kernel, µs, spot check passed,
+/// kernels tried), or `None` when none supports it.
+fn measure(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    spinner: &Spinner,
+    o: &Options,
+    b: &Buffers,
+    problem: &Conv2dProblem,
+) -> Result<Option<Best>, String> {
+    let dims = problem.tensor_dims()?;
+    let count = |d: [usize; 4]| d.iter().product::<usize>();
+    let pool = address(&b.pool, stream);
+    let half = (b.pool_values.len() / 2) as u64;
+    let pool_b = pool + half * verify::element_bytes(b.dtype) as u64;
+    let out = address(&b.out, stream);
+    let tensor = |dims: [usize; 4], address: u64| TensorOperand {
+        dims,
+        len: count(dims),
+        address,
+    };
+    let ops = ConvOperands {
+        a: tensor(dims[0], pool),
+        b: tensor(dims[1], pool_b),
+        c: None,
+        d: tensor(dims[2], out),
+        geometry: ConvGeometry {
+            pad: problem.pad,
+            stride: problem.stride,
+            dilation: problem.dilation,
+            mode: problem.mode,
+        },
+        alpha: 1.0,
+        beta: 0.0,
+        split_k_slices: 1,
+        activation_arg: 0.0,
+    };
+    let mut best: Option<(&'static KernelInfo, usize, f64)> = None;
+    let mut tried = 0;
+    let props = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
+    for info in REGISTRY.all().iter().copied() {
+        let Some(conv) = info.operation.conv() else {
+            continue;
+        };
+        if conv.kind != problem.kind || conv.gemm.a.element != b.dtype || !info.epilogue.fusion.is_none() {
+            continue;
+        }
+        let mut p = *problem;
+        p.compute_capability = Some(props.compute_capability);
+        if info.supports(&p).is_err() {
+            continue;
+        }
+        // CUTLASS 2.x kernels also split the implicit GEMM's K (wgrad's N·P·Q is long).
+        for slices in [1, 2, 4, 8, 16, 32] {
+            let mut p = p;
+            p.split_k_slices = slices;
+            if (slices > 1 && info.api() != cutlass_aot::model::Api::Cutlass2x) || info.supports(&p).is_err()
+            {
+                continue;
+            }
+            tried += 1;
+            let ops = ConvOperands {
+                split_k_slices: slices,
+                ..ops
+            };
+            // SAFETY: the pools hold at least every tensor's elements of the kernel's type.
+            let launch = || unsafe { conv::launch_raw(info, stream, &ops, None) };
+            match time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch) {
+                Ok(t) if best.map_or(true, |(_, _, us)| t.median_us < us) => {
+                    best = Some((info, slices, t.median_us))
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("  {} split {slices}: {e:?}", info.rust_name),
+            }
+        }
+    }
+    let Some((info, slices, us)) = best else {
+        return Ok(None);
+    };
+    let ops = ConvOperands {
+        split_k_slices: slices,
+        ..ops
+    };
+    // Spot check of the winner: a few output elements against the f64 reference.
+    // SAFETY: as above.
+    unsafe { conv::launch_raw(info, stream, &ops, None) }.map_err(|e| e.to_string())?;
+    let bytes = stream.clone_dtoh(&b.out).map_err(|e| e.to_string())?;
+    stream.synchronize().map_err(|e| e.to_string())?;
+    let got = verify::decode(b.dtype, &bytes[..count(dims[2]) * verify::element_bytes(b.dtype)]);
+    let verified = spot_check(problem, &b.pool_values, &got, b.dtype);
+    Ok(Some((info, slices, us, verified, tried)))
+}
+
+/// Compares 16 output elements spread over D with their f64 values (A and B read the pool).
+fn spot_check(problem: &Conv2dProblem, pool: &[f64], got: &[f64], dtype: DType) -> bool {
+    let (p_out, q_out) = problem.output_size().unwrap();
+    let (n, h, w, c, k, r, s) = (
+        problem.n, problem.h, problem.w, problem.c, problem.k, problem.r, problem.s,
+    );
+    let (sh, sw, ph, pw) = (
+        problem.stride[0],
+        problem.stride[1],
+        problem.pad[0],
+        problem.pad[1],
+    );
+    // A reads the pool's first half, B its second (see `run`).
+    let half = pool.len() / 2;
+    let (x_base, f_base, y_base) = match problem.kind {
+        ConvKind::Fprop => (0, half, 0),
+        ConvKind::Dgrad => (0, half, 0),
+        ConvKind::Wgrad => (half, 0, 0),
+    };
+    let x = |ni: usize, hi: usize, wi: usize, ci: usize| pool[x_base + ((ni * h + hi) * w + wi) * c + ci];
+    let f = |ki: usize, ri: usize, si: usize, ci: usize| pool[f_base + ((ki * r + ri) * s + si) * c + ci];
+    let y =
+        |ni: usize, pi: usize, qi: usize, ki: usize| pool[y_base + ((ni * p_out + pi) * q_out + qi) * k + ki];
+    // Input pixel of output (p, q) and tap (r, s), if inside the image.
+    let at = |pi: usize, ri: usize, size: usize, stride: usize, pad: usize| {
+        let v = (pi * stride + ri) as isize - pad as isize;
+        (v >= 0 && v < size as isize).then_some(v as usize)
+    };
+    let tol = if dtype == DType::Bf16 { 2e-2 } else { 5e-3 };
+    for sample in 0..16 {
+        let index = (got.len() - 1) * sample / 15;
+        let mut sum = 0.0;
+        let mut norm = 0.0;
+        match problem.kind {
+            ConvKind::Fprop => {
+                let (ni, pi, qi, ki) = (
+                    index / (p_out * q_out * k),
+                    index / (q_out * k) % p_out,
+                    index / k % q_out,
+                    index % k,
+                );
+                for ri in 0..r {
+                    for si in 0..s {
+                        if let (Some(hi), Some(wi)) = (at(pi, ri, h, sh, ph), at(qi, si, w, sw, pw)) {
+                            for ci in 0..c {
+                                sum += x(ni, hi, wi, ci) * f(ki, ri, si, ci);
+                                norm += (x(ni, hi, wi, ci) * f(ki, ri, si, ci)).abs();
+                            }
+                        }
+                    }
+                }
+            }
+            ConvKind::Dgrad => {
+                let (ni, hi, wi, ci) = (index / (h * w * c), index / (w * c) % h, index / c % w, index % c);
+                for pi in 0..p_out {
+                    for qi in 0..q_out {
+                        for ri in 0..r {
+                            for si in 0..s {
+                                if at(pi, ri, h, sh, ph) == Some(hi) && at(qi, si, w, sw, pw) == Some(wi) {
+                                    for ki in 0..k {
+                                        sum += y(ni, pi, qi, ki) * f(ki, ri, si, ci);
+                                        norm += (y(ni, pi, qi, ki) * f(ki, ri, si, ci)).abs();
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            ConvKind::Wgrad => {
+                let (ki, ri, si, ci) = (index / (r * s * c), index / (s * c) % r, index / c % s, index % c);
+                for ni in 0..n {
+                    for pi in 0..p_out {
+                        for qi in 0..q_out {
+                            if let (Some(hi), Some(wi)) = (at(pi, ri, h, sh, ph), at(qi, si, w, sw, pw)) {
+                                sum += y(ni, pi, qi, ki) * x(ni, hi, wi, ci);
+                                norm += (y(ni, pi, qi, ki) * x(ni, hi, wi, ci)).abs();
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Relative to the sum of magnitudes: rounding of the output and of the accumulation.
+        if (got[index] - sum).abs() > tol * norm.max(1.0) {
+            eprintln!("  spot check: D[{index}] = {}, reference {sum}", got[index]);
+            return false;
+        }
+    }
+    true
+}

@@ -1,0 +1,333 @@
+//! A conv2d problem as discovery sees it, and its rules against a kernel: element types, channel
+//! counts against the kernel's alignments and iterator algorithm, strides the kernel handles,
+//! split-K, tensor addresses.
+
+use crate::kernel::{KernelInfo, Problem, Want};
+use crate::model::{Api, ConvKind, DType, IteratorAlgorithm, OperationKind, StrideSupport};
+
+/// How the filter is applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ConvMode {
+    /// `y[p, q] = Σ x[p·stride − pad + r·dilation, …] · w[r, s]`: PyTorch's `conv2d`.
+    #[default]
+    CrossCorrelation,
+    /// The same with the filter flipped: the mathematical convolution.
+    Convolution,
+}
+
+/// One 2-D convolution: extents, padding, stride, dilation and mode, with the element types of its
+/// A, B and C (in the roles of [`ConvKind`]). Built by the launch path from the tensors, or by hand
+/// for discovery (`Registry::find`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv2dProblem {
+    pub kind: ConvKind,
+    /// Activation extents: images, rows, columns, channels.
+    pub n: usize,
+    pub h: usize,
+    pub w: usize,
+    pub c: usize,
+    /// Filter extents: output channels, rows, columns.
+    pub k: usize,
+    pub r: usize,
+    pub s: usize,
+    /// Zero padding (rows, columns) on each side.
+    pub pad: [usize; 2],
+    pub stride: [usize; 2],
+    pub dilation: [usize; 2],
+    pub mode: ConvMode,
+    /// The implicit GEMM's K split into this many slices (1: none).
+    pub split_k_slices: usize,
+    /// Element types of A, B and C/D.
+    pub elements: (DType, DType, DType),
+    /// The device's compute capability, when known.
+    pub compute_capability: Option<u32>,
+    /// Device addresses of A, B, C and D, when known (checked against the kernel's alignment).
+    pub addresses: Option<[u64; 4]>,
+}
+
+impl Conv2dProblem {
+    /// A problem of `kind` over an `[n, h, w, c]` activation and a `[k, r, s]` filter, with no
+    /// padding, unit stride and dilation, cross-correlation, no split.
+    pub fn new(
+        kind: ConvKind,
+        [n, h, w, c]: [usize; 4],
+        [k, r, s]: [usize; 3],
+        elements: (DType, DType, DType),
+    ) -> Self {
+        Conv2dProblem {
+            kind,
+            n,
+            h,
+            w,
+            c,
+            k,
+            r,
+            s,
+            pad: [0, 0],
+            stride: [1, 1],
+            dilation: [1, 1],
+            mode: ConvMode::CrossCorrelation,
+            split_k_slices: 1,
+            elements,
+            compute_capability: None,
+            addresses: None,
+        }
+    }
+
+    pub fn padding(mut self, pad_h: usize, pad_w: usize) -> Self {
+        self.pad = [pad_h, pad_w];
+        self
+    }
+
+    pub fn stride(mut self, stride_h: usize, stride_w: usize) -> Self {
+        self.stride = [stride_h, stride_w];
+        self
+    }
+
+    pub fn dilation(mut self, dilation_h: usize, dilation_w: usize) -> Self {
+        self.dilation = [dilation_h, dilation_w];
+        self
+    }
+
+    /// The output's rows and columns (P, Q), as PyTorch computes them:
+    /// `(H + 2·pad − dilation·(R − 1) − 1) / stride + 1`; an error when the filter does not fit.
+    pub fn output_size(&self) -> Result<(usize, usize), String> {
+        if self.stride.contains(&0) || self.dilation.contains(&0) {
+            return Err(format!(
+                "stride {:?} and dilation {:?} must be at least 1",
+                self.stride, self.dilation
+            ));
+        }
+        let one = |size: usize, pad: usize, filter: usize, stride: usize, dilation: usize, what: &str| {
+            let span = dilation
+                .saturating_mul(filter.saturating_sub(1))
+                .saturating_add(1);
+            let padded = size.saturating_add(pad.saturating_mul(2));
+            if filter == 0 || size == 0 || padded < span {
+                return Err(format!(
+                    "the filter spans {span} {what} (size {filter}, dilation {dilation}) but the padded \
+                     activation has {padded} ({size} + 2·{pad}); the output would be empty"
+                ));
+            }
+            Ok((padded - span) / stride + 1)
+        };
+        let p = one(
+            self.h,
+            self.pad[0],
+            self.r,
+            self.stride[0],
+            self.dilation[0],
+            "rows",
+        )?;
+        let q = one(
+            self.w,
+            self.pad[1],
+            self.s,
+            self.stride[1],
+            self.dilation[1],
+            "columns",
+        )?;
+        Ok((p, q))
+    }
+
+    /// Dimensions of A, B and C/D, in their layouts' orders (see [`ConvKind`]).
+    pub fn tensor_dims(&self) -> Result<[[usize; 4]; 3], String> {
+        let (p, q) = self.output_size()?;
+        let activation = [self.n, self.h, self.w, self.c];
+        let filter = [self.k, self.r, self.s, self.c];
+        let output = [self.n, p, q, self.k];
+        Ok(match self.kind {
+            ConvKind::Fprop => [activation, filter, output],
+            ConvKind::Dgrad => [output, filter, activation],
+            ConvKind::Wgrad => [output, activation, filter],
+        })
+    }
+
+    /// The implicit GEMM's (M, N, K).
+    pub fn gemm_extent(&self) -> Result<(usize, usize, usize), String> {
+        let (p, q) = self.output_size()?;
+        let (npq, rsc) = (self.n * p * q, self.r * self.s * self.c);
+        Ok(match self.kind {
+            ConvKind::Fprop => (npq, self.k, rsc),
+            ConvKind::Dgrad => (self.n * self.h * self.w, self.c, self.k * self.r * self.s),
+            ConvKind::Wgrad => (self.k, rsc, npq),
+        })
+    }
+
+    /// Flops of the convolution (2 per multiply-add).
+    pub fn flops(&self) -> f64 {
+        let (m, n, k) = self.gemm_extent().unwrap_or((0, 0, 0));
+        2.0 * m as f64 * n as f64 * k as f64
+    }
+}
+
+/// Names of A, B and C/D of `kind`, for messages.
+pub(crate) fn role_names(kind: ConvKind) -> [&'static str; 3] {
+    match kind {
+        ConvKind::Fprop => ["the activation (A)", "the filter (B)", "the output (C/D)"],
+        ConvKind::Dgrad => [
+            "the output gradient (A)",
+            "the filter (B)",
+            "the activation gradient (C/D)",
+        ],
+        ConvKind::Wgrad => [
+            "the output gradient (A)",
+            "the activation (B)",
+            "the filter gradient (C/D)",
+        ],
+    }
+}
+
+/// CUTLASS's 2.x conv kernels refuse tensors of 2^31 bytes or more (32-bit offsets).
+const MAX_TENSOR_BYTES: u64 = 1 << 31;
+
+impl Problem for Conv2dProblem {
+    fn operation(&self) -> OperationKind {
+        match self.kind {
+            ConvKind::Fprop => OperationKind::Conv2dFprop,
+            ConvKind::Dgrad => OperationKind::Conv2dDgrad,
+            ConvKind::Wgrad => OperationKind::Conv2dWgrad,
+        }
+    }
+
+    fn compute_capability(&self) -> Option<u32> {
+        self.compute_capability
+    }
+
+    fn rules(&self, kernel: &KernelInfo, want: &mut impl Want) {
+        let Some(conv) = kernel.operation.conv() else {
+            return;
+        };
+        let g = &conv.gemm;
+        let (ea, eb, ec) = self.elements;
+        want((ea, eb, ec) == (g.a.element, g.b.element, g.c.element), &|| {
+            format!(
+                "element types are A {ea}, B {eb}, C {ec}; the kernel takes A {}, B {}, C {}",
+                g.a.element, g.b.element, g.c.element
+            )
+        });
+        let dims = match self.tensor_dims() {
+            Ok(dims) => dims,
+            Err(message) => return want(false, &|| message.clone()),
+        };
+        let names = role_names(self.kind);
+        // Channels are contiguous: each tensor's channel count must be a multiple of its
+        // operand's alignment (vector accesses never straddle a pixel).
+        for ((tensor, alignment), name) in dims
+            .iter()
+            .zip([g.a.alignment, g.b.alignment, g.c.alignment])
+            .zip(names)
+        {
+            let channels = tensor[3];
+            want(channels % alignment as usize == 0, &|| {
+                format!(
+                    "{name} has {channels} channels, not a multiple of the kernel's alignment {alignment}; pad the \
+                     channels to a multiple of {alignment} or use a kernel of smaller alignment"
+                )
+            });
+        }
+        let is_2x = kernel.api() == Api::Cutlass2x;
+        if is_2x && conv.iterator == IteratorAlgorithm::FixedChannels {
+            want(self.c == g.a.alignment as usize, &|| {
+                format!(
+                    "this fixed_channels kernel reads exactly {} channels per pixel but the activation has {}",
+                    g.a.alignment, self.c
+                )
+            });
+        }
+        let strided = self.stride != [1, 1];
+        if is_2x && conv.stride_support == StrideSupport::Unity {
+            want(!strided, &|| {
+                format!(
+                    "stride {:?}: this kernel supports unit stride only (stride_support: unity); use a strided kernel",
+                    self.stride
+                )
+            });
+        }
+        if is_2x && self.kind == ConvKind::Dgrad && conv.stride_support == StrideSupport::Strided {
+            want(self.dilation == [1, 1], &|| {
+                format!(
+                    "dilation {:?}: CUTLASS's strided dgrad kernels take no dilation; use a unity-stride dgrad \
+                     kernel (stride 1) for a dilated filter",
+                    self.dilation
+                )
+            });
+            want(!(strided && self.split_k_slices > 1), &|| {
+                format!(
+                    "{} split-K slices at stride {:?}: CUTLASS's strided dgrad cannot split K; use 1 slice",
+                    self.split_k_slices, self.stride
+                )
+            });
+        }
+        want(self.split_k_slices >= 1, &|| {
+            "split_k_slices must be at least 1".to_string()
+        });
+        // Serial split-K adds each slice into D in D's type: an s8 output would saturate the
+        // running sums.
+        let serial = kernel.design.split_k() == crate::model::SplitK::Serial;
+        want(
+            !(serial && self.split_k_slices > 1 && g.c.element == DType::S8),
+            &|| {
+                format!(
+                "{} split-K slices: serial split-K keeps the running sums in D's type, and an s8 output would \
+                 saturate them; use 1 slice, or a parallel split-K kernel",
+                self.split_k_slices
+            )
+            },
+        );
+        if !is_2x {
+            want(!(self.kind == ConvKind::Dgrad && strided), &|| {
+                format!(
+                    "stride {:?}: CUTLASS 3.x dgrad kernels compute unit stride only; use an arch 80 strided \
+                     dgrad kernel",
+                    self.stride
+                )
+            });
+            want(self.split_k_slices == 1, &|| {
+                format!(
+                    "{} split-K slices: CUTLASS 3.x conv kernels do not split K; use 1 slice or an arch 80 kernel",
+                    self.split_k_slices
+                )
+            });
+            want(self.mode == ConvMode::CrossCorrelation, &|| {
+                "convolution mode: CUTLASS 3.x conv kernels compute cross-correlation only (PyTorch's conv2d); \
+                 flip the filter, or use an arch 80 kernel"
+                    .to_string()
+            });
+        } else if let Ok((_, _, gemm_k)) = self.gemm_extent() {
+            let tiles = kernel.k_tiles(gemm_k);
+            want(self.split_k_slices <= tiles.max(1), &|| {
+                format!(
+                    "{} split-K slices but the implicit GEMM's K ({gemm_k}) has only {tiles} tile(s) of {}; use at \
+                     most {tiles}",
+                    self.split_k_slices,
+                    kernel.tile().k
+                )
+            });
+        }
+        for ((tensor, element), name) in dims.iter().zip([ea, eb, ec]).zip(names) {
+            let bytes = tensor
+                .iter()
+                .fold(u64::from(element.bits()) / 8, |b, &d| b.saturating_mul(d as u64));
+            want(!is_2x || bytes < MAX_TENSOR_BYTES, &|| {
+                format!("{name} is {bytes} bytes; CUTLASS 2.x conv kernels address at most 2^31 − 1 bytes per tensor")
+            });
+        }
+        if let Some(addresses) = self.addresses {
+            let roles = [names[0], names[1], names[2], names[2]];
+            let alignments = [g.a.alignment, g.b.alignment, g.c.alignment, g.c.alignment];
+            let elements = [ea, eb, ec, ec];
+            for i in 0..4 {
+                let bytes = u64::from(alignments[i]) * u64::from(elements[i].bits()) / 8;
+                // 3.x kernels read every tensor with TMA: 16-byte aligned addresses.
+                let bytes = if is_2x { bytes.max(1) } else { bytes.max(16) };
+                want(addresses[i] % bytes == 0, &|| {
+                    format!(
+                        "{} starts at 0x{:x}, not a multiple of {bytes} bytes (the kernel's {}-element accesses)",
+                        roles[i], addresses[i], alignments[i]
+                    )
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! CPU tests of the conv2d runtime (`--features conv`): output size, metadata, the checks made
+//! before anything launches (shapes, buffers, channels against alignments, strides a kernel
+//! handles, split-K) and the host Params of every conv kernel. No GPU needed.
+
+mod common;
+
+use common::H100;
+use cutlass_aot::conv::{self, Conv2dProblem, ConvGeometry, ConvMode, ConvOperands, TensorOperand};
+use cutlass_aot::kernels::REGISTRY;
+use cutlass_aot::model::{Api, ConvKind, DType, IteratorAlgorithm, OperationKind, StrideSupport};
+use cutlass_aot::{Error, KernelInfo};
+
+fn f16_problem(kind: ConvKind, activation: [usize; 4], filter: [usize; 3]) -> Conv2dProblem {
+    Conv2dProblem::new(kind, activation, filter, (DType::F16, DType::F16, DType::F16))
+}
+
+fn kernel(rust_name: &str) -> &'static KernelInfo {
+    REGISTRY
+        .all()
+        .iter()
+        .copied()
+        .find(|k| k.rust_name == rust_name)
+        .unwrap_or_else(|| panic!("no kernel {rust_name}"))
+}
+
+/// Operands of a packed problem at aligned fake addresses (host checks only).
+fn operands(info: &KernelInfo, problem: &Conv2dProblem) -> ConvOperands {
+    let dims = problem.tensor_dims().unwrap();
+    let tensor = |i: usize| TensorOperand {
+        dims: dims[i],
+        len: dims[i].iter().product(),
+        address: 0x7f00_0000_0000 + (i as u64) * 0x1_0000_0000,
+    };
+    let _ = info;
+    ConvOperands {
+        a: tensor(0),
+        b: tensor(1),
+        c: None,
+        d: tensor(2),
+        geometry: ConvGeometry {
+            pad: problem.pad,
+            stride: problem.stride,
+            dilation: problem.dilation,
+            mode: problem.mode,
+        },
+        alpha: 1.0,
+        beta: 0.0,
+        split_k_slices: problem.split_k_slices,
+        activation_arg: 0.0,
+    }
+}
+
+fn invalid(result: Result<impl Sized, Error>) -> String {
+    match result {
+        Err(Error::InvalidArgument { message, .. }) => message,
+        Err(other) => panic!("expected InvalidArgument, got {other}"),
+        Ok(_) => panic!("expected an error"),
+    }
+}
+
+#[test]
+fn output_size_matches_pytorch() {
+    // (H + 2·pad − dilation·(R − 1) − 1) / stride + 1, as torch.nn.functional.conv2d.
+    let p = f16_problem(ConvKind::Fprop, [1, 224, 224, 3], [64, 7, 7])
+        .padding(3, 3)
+        .stride(2, 2);
+    assert_eq!(p.output_size().unwrap(), (112, 112));
+    let p = f16_problem(ConvKind::Fprop, [1, 14, 15, 8], [8, 3, 3])
+        .padding(1, 1)
+        .stride(2, 2);
+    assert_eq!(p.output_size().unwrap(), (7, 8));
+    let p = f16_problem(ConvKind::Fprop, [1, 12, 12, 8], [8, 3, 3])
+        .padding(2, 2)
+        .dilation(2, 2);
+    assert_eq!(p.output_size().unwrap(), (12, 12));
+    let err = f16_problem(ConvKind::Fprop, [1, 2, 2, 8], [8, 5, 5])
+        .output_size()
+        .unwrap_err();
+    assert!(err.contains("output would be empty"), "{err}");
+    let err = f16_problem(ConvKind::Fprop, [1, 8, 8, 8], [8, 3, 3])
+        .stride(0, 1)
+        .output_size()
+        .unwrap_err();
+    assert!(err.contains("at least 1"), "{err}");
+}
+
+#[test]
+fn implicit_gemm_extents_by_kind() {
+    let p = |kind| f16_problem(kind, [2, 10, 10, 16], [32, 3, 3]).padding(1, 1);
+    assert_eq!(p(ConvKind::Fprop).gemm_extent().unwrap(), (200, 32, 144));
+    assert_eq!(p(ConvKind::Dgrad).gemm_extent().unwrap(), (200, 16, 288));
+    assert_eq!(p(ConvKind::Wgrad).gemm_extent().unwrap(), (32, 144, 200));
+}
+
+#[test]
+fn registry_lists_conv_kernels_with_their_metadata() {
+    let convs: Vec<_> = REGISTRY
+        .all()
+        .iter()
+        .filter(|k| k.operation.conv().is_some())
+        .collect();
+    assert!(convs.len() >= 40, "only {} conv kernels", convs.len());
+    for kind in [
+        OperationKind::Conv2dFprop,
+        OperationKind::Conv2dDgrad,
+        OperationKind::Conv2dWgrad,
+    ] {
+        for api in [Api::Cutlass2x, Api::Cutlass3x] {
+            assert!(
+                convs.iter().any(|k| k.operation.kind() == kind && k.api() == api),
+                "no {kind} kernel of {api}"
+            );
+        }
+    }
+    let fixed = kernel("conv_fprop_f16_fixed_channels_4_sm80");
+    let conv = fixed.operation.conv().unwrap();
+    assert_eq!(conv.iterator, IteratorAlgorithm::FixedChannels);
+    assert_eq!(conv.gemm.a.alignment, 4);
+    assert!(fixed.name.contains("fprop_fixed_channels"), "{}", fixed.name);
+    let unity = kernel("conv_dgrad_f16_unity_sm80");
+    assert_eq!(
+        unity.operation.conv().unwrap().stride_support,
+        StrideSupport::Unity
+    );
+    assert!(unity.name.ends_with("_unity_stride"), "{}", unity.name);
+}
+
+#[test]
+fn supports_explains_each_refusal() {
+    let optimized = kernel("conv_fprop_f16_optimized_sm80");
+    let ragged = f16_problem(ConvKind::Fprop, [1, 8, 8, 12], [20, 3, 3]).padding(1, 1);
+    let reasons = optimized.supports(&ragged).unwrap_err().reasons.join("; ");
+    assert!(
+        reasons.contains("12 channels, not a multiple of the kernel's alignment 8"),
+        "{reasons}"
+    );
+    assert!(reasons.contains("20 channels"), "{reasons}");
+
+    let fixed = kernel("conv_fprop_f16_fixed_channels_4_sm80");
+    let eight = f16_problem(ConvKind::Fprop, [1, 8, 8, 8], [16, 3, 3]);
+    let reasons = fixed.supports(&eight).unwrap_err().reasons.join("; ");
+    assert!(
+        reasons.contains("reads exactly 4 channels per pixel but the activation has 8"),
+        "{reasons}"
+    );
+
+    let unity = kernel("conv_dgrad_f16_unity_sm80");
+    let strided = f16_problem(ConvKind::Dgrad, [1, 8, 8, 8], [16, 3, 3])
+        .padding(1, 1)
+        .stride(2, 2);
+    let reasons = unity.supports(&strided).unwrap_err().reasons.join("; ");
+    assert!(reasons.contains("unit stride only"), "{reasons}");
+
+    let strided_dgrad = kernel("conv_dgrad_f16_strided_sm80");
+    let mut dilated = f16_problem(ConvKind::Dgrad, [1, 8, 8, 8], [16, 3, 3])
+        .padding(2, 2)
+        .dilation(2, 2);
+    dilated.split_k_slices = 2;
+    let reasons = strided_dgrad.supports(&dilated).unwrap_err().reasons.join("; ");
+    assert!(reasons.contains("take no dilation"), "{reasons}");
+
+    let hopper = REGISTRY
+        .all()
+        .iter()
+        .copied()
+        .find(|k| k.api() == Api::Cutlass3x && k.operation.kind() == OperationKind::Conv2dDgrad)
+        .unwrap();
+    let mut p = strided;
+    p.mode = ConvMode::Convolution;
+    p.split_k_slices = 2;
+    let reasons = hopper.supports(&p).unwrap_err().reasons.join("; ");
+    for needle in ["unit stride only", "do not split K", "cross-correlation only"] {
+        assert!(reasons.contains(needle), "missing `{needle}` in {reasons}");
+    }
+    // Another operation's problem gets one reason, not the conv rules.
+    let wgrad = kernel("conv_wgrad_f16_sm80");
+    let reasons = wgrad.supports(&ragged).unwrap_err().reasons;
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(
+        reasons[0].contains("conv2d_wgrad kernel but the problem is a conv2d_fprop"),
+        "{reasons:?}"
+    );
+}
+
+#[test]
+fn plan_checks_tensors_before_anything_else() {
+    let info = kernel("conv_fprop_f16_optimized_sm80");
+    let p = f16_problem(ConvKind::Fprop, [2, 10, 10, 16], [32, 3, 3]).padding(1, 1);
+    let good = operands(info, &p);
+    let args = conv::plan(info, &good, &H100).unwrap();
+    assert_eq!((args.p, args.q, args.c, args.k), (10, 10, 16, 32));
+
+    let mut wrong_output = good;
+    wrong_output.d.dims = [2, 9, 10, 32];
+    let message = invalid(conv::plan(info, &wrong_output, &H100));
+    assert!(message.contains("give [2, 10, 10, 32]"), "{message}");
+
+    let mut short = good;
+    short.b.len -= 1;
+    let message = invalid(conv::plan(info, &short, &H100));
+    assert!(
+        message.contains("needs a buffer of 4608 elements but the buffer has 4607"),
+        "{message}"
+    );
+
+    let mut channels = good;
+    channels.b.dims = [32, 3, 3, 8];
+    let message = invalid(conv::plan(info, &channels, &H100));
+    assert!(
+        message.contains("the activation has 16 channels") && message.contains("the filter has 8"),
+        "{message}"
+    );
+
+    let mut beta = good;
+    beta.beta = 0.5;
+    assert!(invalid(conv::plan(info, &beta, &H100)).contains("no C was given"));
+
+    let mut misaligned = good;
+    misaligned.a.address += 2;
+    let message = invalid(conv::plan(info, &misaligned, &H100));
+    assert!(message.contains("not a multiple of 16 bytes"), "{message}");
+
+    let mut split = good;
+    split.split_k_slices = 64;
+    let message = invalid(conv::plan(info, &split, &H100));
+    assert!(message.contains("use at most 5"), "{message}");
+}
+
+/// Every conv kernel's host code builds Params for a problem it supports, and reports the
+/// workspace a split needs, without a GPU.
+#[test]
+fn host_params_of_every_conv_kernel() {
+    for info in REGISTRY
+        .all()
+        .iter()
+        .copied()
+        .filter(|k| k.operation.conv().is_some())
+    {
+        if !info.has_device_code() {
+            continue; // built without nvcc
+        }
+        let conv = info.operation.conv().unwrap();
+        let g = &conv.gemm;
+        let align = g.a.alignment.max(g.b.alignment).max(g.c.alignment) as usize;
+        let c = if conv.iterator == IteratorAlgorithm::FixedChannels {
+            g.a.alignment as usize
+        } else {
+            4 * align
+        };
+        let p = Conv2dProblem::new(
+            conv.kind,
+            [2, 12, 12, c],
+            [4 * align, 3, 3],
+            (g.a.element, g.b.element, g.c.element),
+        )
+        .padding(1, 1);
+        let ops = operands(info, &p);
+        let device = H100;
+        let bytes =
+            conv::workspace_bytes(info, &ops, &device).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+        // Parallel split-K kernels always write partial sums to the workspace; others need none
+        // without a split.
+        let parallel = info.design.split_k() == cutlass_aot::model::SplitK::Parallel;
+        assert_eq!(
+            bytes > 0,
+            parallel,
+            "{}: {bytes} bytes of workspace without a split",
+            info.name
+        );
+        let (_, _, gemm_k) = p.gemm_extent().unwrap();
+        // (An s8 output refuses serial split-K: see `supports_explains_each_refusal`.)
+        let s8 = g.c.element == DType::S8;
+        if info.api() == Api::Cutlass2x && info.k_tiles(gemm_k) >= 2 && !s8 {
+            let split = ConvOperands {
+                split_k_slices: 2,
+                ..ops
+            };
+            let bytes =
+                conv::workspace_bytes(info, &split, &device).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+            assert!(bytes > 0, "{}: a split needs a workspace", info.name);
+        }
+    }
+}

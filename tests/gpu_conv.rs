@@ -1,0 +1,479 @@
+//! GPU suite of conv2d (`--features conv`): every conv kernel against an f64 host reference —
+//! 3×3 with padding, stride 2, dilation 2, a 1×1 stride-2 (dgrad's uncovered pixels), ragged
+//! channel counts, `beta ≠ 0`, split-K 1/3/16, convolution mode — and refusals that launch
+//! nothing. Each output buffer carries a poisoned tail that must stay untouched.
+//!
+//! Runs in plain `cargo test --features conv`. Where no NVIDIA driver or device exists, every test
+//! is reported as *ignored* with the reason — never as passed.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
+use cutlass_aot::conv::{self, Conv2dProblem, ConvGeometry, ConvMode, ConvOperands, TensorOperand};
+use cutlass_aot::kernels::REGISTRY;
+use cutlass_aot::model::{Api, ConvKind, DType, IteratorAlgorithm, StrideSupport};
+use cutlass_aot::{device, verify, KernelInfo};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+type GpuTest = Box<dyn FnOnce(&Arc<CudaContext>) -> Result<(), Failed> + Send>;
+
+/// Elements of poison behind every output, which no kernel may write.
+const TAIL: usize = 64;
+
+/// One conv problem of a test: activation `[n, h, w, c]`, filter `[k, r, s]`, geometry, split.
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    activation: [usize; 4],
+    filter: [usize; 3],
+    geometry: ConvGeometry,
+    split_k: usize,
+    scalars: (f64, f64),
+}
+
+impl Case {
+    fn new(activation: [usize; 4], filter: [usize; 3]) -> Self {
+        Case {
+            activation,
+            filter,
+            geometry: ConvGeometry::default(),
+            split_k: 1,
+            scalars: (1.0, 0.0),
+        }
+    }
+
+    fn pad(mut self, p: usize) -> Self {
+        self.geometry.pad = [p, p];
+        self
+    }
+
+    fn stride(mut self, s: usize) -> Self {
+        self.geometry.stride = [s, s];
+        self
+    }
+
+    fn dilation(mut self, d: usize) -> Self {
+        self.geometry.dilation = [d, d];
+        self
+    }
+
+    fn problem(&self, info: &KernelInfo) -> Conv2dProblem {
+        let conv = info.operation.conv().expect("a conv kernel");
+        let g = &conv.gemm;
+        let mut p = Conv2dProblem::new(
+            conv.kind,
+            self.activation,
+            self.filter,
+            (g.a.element, g.b.element, g.c.element),
+        );
+        p.pad = self.geometry.pad;
+        p.stride = self.geometry.stride;
+        p.dilation = self.geometry.dilation;
+        p.mode = self.geometry.mode;
+        p.split_k_slices = self.split_k;
+        p
+    }
+}
+
+/// Channel counts the kernel takes: the activation's C and the filter's K, multiples of the
+/// alignments that apply to them (`scale` of them, so tests can make them ragged against tiles).
+fn channels(info: &KernelInfo, scale_c: usize, scale_k: usize) -> (usize, usize) {
+    let conv = info.operation.conv().unwrap();
+    let g = &conv.gemm;
+    let (a, b, c) = (
+        g.a.alignment as usize,
+        g.b.alignment as usize,
+        g.c.alignment as usize,
+    );
+    let lcm = |x: usize, y: usize| x / gcd(x, y) * y;
+    // Which alignments bind C (activation channels) and K (output channels), by role.
+    let (c_align, k_align) = match conv.kind {
+        ConvKind::Fprop => (lcm(a, b), c),
+        ConvKind::Dgrad => (lcm(b, c), a),
+        ConvKind::Wgrad => (lcm(b, c), a),
+    };
+    if conv.iterator == IteratorAlgorithm::FixedChannels && info.api() == Api::Cutlass2x {
+        return (a, k_align * scale_k);
+    }
+    (c_align * scale_c, k_align * scale_k)
+}
+
+fn gcd(x: usize, y: usize) -> usize {
+    if y == 0 {
+        x
+    } else {
+        gcd(y, x % y)
+    }
+}
+
+struct Tensor {
+    dtype: DType,
+    values: Vec<f64>,
+    buffer: CudaSlice<u8>,
+}
+
+impl Tensor {
+    fn upload(stream: &Arc<CudaStream>, dtype: DType, values: Vec<f64>) -> Result<Self, Failed> {
+        let buffer = stream
+            .clone_htod(&verify::encode(dtype, &values))
+            .map_err(|e| format!("upload: {e}"))?;
+        Ok(Tensor {
+            dtype,
+            values,
+            buffer,
+        })
+    }
+
+    fn operand(&self, stream: &CudaStream, dims: [usize; 4]) -> TensorOperand {
+        let (address, _guard) = self.buffer.device_ptr(stream);
+        TensorOperand {
+            dims,
+            len: self.values.len(),
+            address,
+        }
+    }
+
+    fn download(&self, stream: &Arc<CudaStream>) -> Result<Vec<f64>, Failed> {
+        let bytes = stream
+            .clone_dtoh(&self.buffer)
+            .map_err(|e| format!("download: {e}"))?;
+        stream.synchronize().map_err(|e| format!("sync: {e}"))?;
+        Ok(verify::decode(self.dtype, &bytes))
+    }
+}
+
+/// The tensors of one launch: A, B, optional C and a poisoned D (with its tail).
+struct Launch {
+    dims: [[usize; 4]; 3],
+    a: Tensor,
+    b: Tensor,
+    c: Option<Tensor>,
+    d: Tensor,
+}
+
+fn tensors(
+    stream: &Arc<CudaStream>,
+    info: &KernelInfo,
+    problem: &Conv2dProblem,
+    with_c: bool,
+    seed: u64,
+) -> Result<Launch, Failed> {
+    let dims = problem
+        .tensor_dims()
+        .map_err(|e| format!("bad test problem: {e}"))?;
+    let count = |d: [usize; 4]| d.iter().product::<usize>();
+    let (ea, eb, ec) = problem.elements;
+    let _ = info;
+    let d_len = count(dims[2]);
+    Ok(Launch {
+        dims,
+        a: Tensor::upload(stream, ea, verify::random_values(ea, count(dims[0]), seed))?,
+        b: Tensor::upload(stream, eb, verify::random_values(eb, count(dims[1]), seed + 1))?,
+        c: if with_c {
+            Some(Tensor::upload(
+                stream,
+                ec,
+                verify::random_values(ec, d_len, seed + 2),
+            )?)
+        } else {
+            None
+        },
+        d: Tensor::upload(stream, ec, vec![verify::poison(ec); d_len + TAIL])?,
+    })
+}
+
+fn operands(stream: &CudaStream, t: &Launch, case: &Case) -> ConvOperands {
+    let mut d = t.d.operand(stream, t.dims[2]);
+    d.len -= TAIL; // the tail is not the kernel's to write
+    ConvOperands {
+        a: t.a.operand(stream, t.dims[0]),
+        b: t.b.operand(stream, t.dims[1]),
+        c: t.c.as_ref().map(|c| c.operand(stream, t.dims[2])),
+        d,
+        geometry: case.geometry,
+        alpha: case.scalars.0,
+        beta: case.scalars.1,
+        split_k_slices: case.split_k,
+        activation_arg: 0.1,
+    }
+}
+
+/// Runs `case` on `info` and compares D with the f64 reference.
+fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Result<(), Failed> {
+    let stream = ctx.default_stream();
+    let problem = case.problem(info);
+    let with_c = case.scalars.1 != 0.0;
+    let t = tensors(&stream, info, &problem, with_c, 17)?;
+    let ops = operands(&stream, &t, &case);
+    // SAFETY: every operand is a live buffer of its stated length and the kernel's types.
+    unsafe { conv::launch_raw(info, &stream, &ops, None) }.map_err(|e| format!("launch: {e}"))?;
+    let out = t.d.download(&stream)?;
+    let (body, tail) = out.split_at(out.len() - TAIL);
+    if let Some(i) = tail.iter().position(|&v| !verify::is_poison(t.d.dtype, v)) {
+        return Err(format!("the kernel wrote {} elements past D (at +{i})", TAIL - i).into());
+    }
+    // Integer poison is a value a result may take: only floating-point outputs can be checked for
+    // unwritten elements (the comparison below catches wrong integers).
+    let unwritten = body.iter().position(|&v| verify::is_poison(t.d.dtype, v));
+    if let Some(i) = unwritten.filter(|_| !t.d.dtype.is_integer()) {
+        return Err(format!("D[{i}] was never written ({} elements)", body.len()).into());
+    }
+    let c = t.c.as_ref().map_or(Vec::new(), |c| c.values.clone());
+    let act = info.epilogue.fusion.activation;
+    let reference: Vec<f64> = verify::reference_conv2d(&problem, &t.a.values, &t.b.values, &c, case.scalars)
+        .into_iter()
+        .map(|v| verify::round_to(t.d.dtype, verify::activation(act, v, 0.1)))
+        .collect();
+    let error = verify::relative_error(body, &reference);
+    let tolerance = verify::tolerance(info);
+    if error > tolerance {
+        let worst = body
+            .iter()
+            .zip(&reference)
+            .enumerate()
+            .max_by(|x, y| (x.1 .0 - x.1 .1).abs().total_cmp(&(y.1 .0 - y.1 .1).abs()))
+            .map(|(i, (o, r))| format!("D[{i}] = {o}, reference {r}"))
+            .unwrap_or_default();
+        return Err(
+            format!("relative error {error:.3e} > {tolerance:.1e} on {problem:?}; worst {worst}").into(),
+        );
+    }
+    Ok(())
+}
+
+/// `case` must be refused with a message containing `needle`, and nothing written.
+fn refused(
+    ctx: &Arc<CudaContext>,
+    info: &'static KernelInfo,
+    case: Case,
+    needle: &str,
+) -> Result<(), Failed> {
+    let stream = ctx.default_stream();
+    let problem = case.problem(info);
+    let t = tensors(&stream, info, &problem, case.scalars.1 != 0.0, 5)?;
+    let ops = operands(&stream, &t, &case);
+    // SAFETY: as in run_case.
+    match unsafe { conv::launch_raw(info, &stream, &ops, None) } {
+        Ok(()) => return Err(format!("expected a refusal mentioning `{needle}`, but it launched").into()),
+        Err(e) if !e.to_string().contains(needle) => {
+            return Err(format!("refused, but the message lacks `{needle}`: {e}").into())
+        }
+        Err(_) => {}
+    }
+    let out = t.d.download(&stream)?;
+    if out.iter().any(|&v| !verify::is_poison(t.d.dtype, v)) {
+        return Err("a refused launch wrote D".into());
+    }
+    Ok(())
+}
+
+/// A case this kernel must compute, or must refuse with `needle` when `refuse` says so.
+fn expect(
+    ctx: &Arc<CudaContext>,
+    info: &'static KernelInfo,
+    case: Case,
+    refuse: Option<&str>,
+) -> Result<(), Failed> {
+    match refuse {
+        Some(needle) => refused(ctx, info, case, needle),
+        None => run_case(ctx, info, case),
+    }
+}
+
+fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
+    let conv = *info.operation.conv().unwrap();
+    let is_3x = info.api() == Api::Cutlass3x;
+    let strided_dgrad_2x =
+        !is_3x && conv.kind == ConvKind::Dgrad && conv.stride_support == StrideSupport::Strided;
+    // Where a stride > 1 is refused: unity-stride dgrad kernels, Hopper dgrad (no strided path).
+    let stride_refusal = match (conv.kind, is_3x, conv.stride_support) {
+        (ConvKind::Dgrad, true, _) => Some("stride"),
+        (ConvKind::Dgrad, false, StrideSupport::Unity) => Some("unit stride"),
+        _ => None,
+    };
+    let (c, k) = channels(info, 3, 3);
+    let (c_big, k_big) = channels(info, 8, 2);
+    let mut out: Vec<(String, GpuTest)> = Vec::new();
+    let mut add = |name: &str, case: Case, refuse: Option<&'static str>| {
+        out.push((
+            format!("{}::{name}", info.rust_name),
+            Box::new(move |ctx: &Arc<CudaContext>| expect(ctx, info, case, refuse)),
+        ));
+    };
+    add("3x3_pad1", Case::new([2, 10, 9, c], [k, 3, 3]).pad(1), None);
+    add(
+        "3x3_pad1_stride2",
+        Case::new([2, 11, 10, c], [k, 3, 3]).pad(1).stride(2),
+        stride_refusal,
+    );
+    add(
+        "1x1_stride2",
+        Case::new([2, 8, 8, c], [k, 1, 1]).stride(2),
+        stride_refusal,
+    );
+    add(
+        "3x3_dilation2",
+        Case::new([2, 12, 11, c], [k, 3, 3]).pad(2).dilation(2),
+        if strided_dgrad_2x { Some("dilation") } else { None },
+    );
+    add(
+        "7x7_stride2_pad3",
+        Case::new([1, 20, 18, c], [k, 7, 7]).pad(3).stride(2),
+        stride_refusal,
+    );
+    let mut beta = Case::new([2, 9, 9, c], [k, 3, 3]).pad(1);
+    beta.scalars = (1.5, -0.75);
+    add("beta_with_c", beta, None);
+    add(
+        "resnet_like_14x14",
+        Case::new([2, 14, 14, c_big], [k_big, 3, 3]).pad(1),
+        None,
+    );
+    let g = conv.gemm;
+    let (c_split, k_split) = channels(info, 8, 8);
+    for slices in [3, 16] {
+        let mut split = Case::new([4, 16, 16, c_split], [k_split, 3, 3]).pad(1);
+        split.split_k = slices;
+        // More slices than the implicit GEMM's K has tiles are refused, saying how many fit.
+        let (_, _, gemm_k) = split.problem(info).gemm_extent().unwrap();
+        let serial_s8 =
+            g.c.element == DType::S8 && info.design.split_k() == cutlass_aot::model::SplitK::Serial;
+        let refuse = if is_3x {
+            Some("split-K")
+        } else if serial_s8 {
+            Some("saturate")
+        } else if info.k_tiles(gemm_k) < slices {
+            Some("use at most")
+        } else {
+            None
+        };
+        add(&format!("split_k_{slices}"), split, refuse);
+    }
+    let mut flipped = Case::new([2, 9, 9, c], [k, 3, 3]).pad(1);
+    flipped.geometry.mode = ConvMode::Convolution;
+    add(
+        "convolution_mode",
+        flipped,
+        if is_3x { Some("cross-correlation") } else { None },
+    );
+    // Channels off the alignment: refused before anything launches.
+    let step = g.a.alignment.max(g.b.alignment).max(g.c.alignment) as usize;
+    if step > 1 {
+        add(
+            "refuses_misaligned_channels",
+            Case::new([1, 6, 6, c + step / 2], [k + step / 2, 3, 3]).pad(1),
+            Some("multiple"),
+        );
+    }
+    out
+}
+
+/// The typed path: the generated module of one f16 fprop kernel, through `Conv2d`.
+fn typed(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use cutlass_aot::conv::{Conv2d, TensorMut, TensorRef};
+    use cutlass_aot::kernels::conv_fprop_f16_optimized_sm80 as kernel;
+    use half::f16;
+    let stream = ctx.default_stream();
+    let (n, h, w, c, k) = (2, 12, 12, 16, 24);
+    let (p, q) = Conv2d::<kernel::Kernel>::output_size([n, h, w, c], [k, 3, 3], [1, 1], [2, 2], [1, 1])
+        .map_err(|e| e.to_string())?;
+    let x_host = verify::random_values(DType::F16, n * h * w * c, 3);
+    let w_host = verify::random_values(DType::F16, k * 9 * c, 4);
+    let to_f16 = |v: &[f64]| v.iter().map(|&x| f16::from_f64(x)).collect::<Vec<_>>();
+    let x = stream.clone_htod(&to_f16(&x_host)).map_err(|e| e.to_string())?;
+    let wt = stream.clone_htod(&to_f16(&w_host)).map_err(|e| e.to_string())?;
+    let mut y = stream
+        .alloc_zeros::<f16>(n * p * q * k)
+        .map_err(|e| e.to_string())?;
+    kernel::run(
+        &stream,
+        Conv2d::new(
+            TensorRef::new(&x, [n, h, w, c]),
+            TensorRef::new(&wt, [k, 3, 3, c]),
+            TensorMut::new(&mut y, [n, p, q, k]),
+            1.0f32,
+        )
+        .padding(1, 1)
+        .stride(2, 2),
+    )
+    .map_err(|e| e.to_string())?;
+    let out: Vec<f64> = stream
+        .clone_dtoh(&y)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    let problem = Conv2dProblem::new(
+        ConvKind::Fprop,
+        [n, h, w, c],
+        [k, 3, 3],
+        (DType::F16, DType::F16, DType::F16),
+    )
+    .padding(1, 1)
+    .stride(2, 2);
+    let reference: Vec<f64> = verify::reference_conv2d(&problem, &x_host, &w_host, &[], (1.0, 0.0))
+        .into_iter()
+        .map(|v| verify::round_to(DType::F16, v))
+        .collect();
+    let error = verify::relative_error(&out, &reference);
+    if error > 2e-3 {
+        return Err(format!("typed fprop: relative error {error:.3e}").into());
+    }
+    // A wrong output shape is refused with the shape it should have.
+    let mut bad = stream
+        .alloc_zeros::<f16>(n * p * q * k)
+        .map_err(|e| e.to_string())?;
+    let err = kernel::run(
+        &stream,
+        Conv2d::new(
+            TensorRef::new(&x, [n, h, w, c]),
+            TensorRef::new(&wt, [k, 3, 3, c]),
+            TensorMut::new(&mut bad, [n, p + 1, q, k]),
+            1.0f32,
+        )
+        .padding(1, 1)
+        .stride(2, 2),
+    )
+    .err()
+    .ok_or("a wrong output shape was launched")?;
+    if !err.to_string().contains(&format!("[{n}, {p}, {q}, {k}]")) {
+        return Err(format!("the wrong-shape error does not give the right shape: {err}").into());
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let gpu: Result<Arc<CudaContext>, String> = device::context(0).map_err(|e| e.to_string());
+    let mut trials = Vec::new();
+    let mut add = |name: String, body: GpuTest| {
+        let gpu = gpu.clone();
+        trials.push(Trial::ignorable_test(name, move || match gpu {
+            Err(reason) => Ok(Completion::ignored_with(format!("needs a GPU: {reason}"))),
+            Ok(ctx) => {
+                let cc = device::props(&ctx).map(|p| p.compute_capability).unwrap_or(0);
+                body(&ctx).map(|()| Completion::Completed).or_else(|e| {
+                    // A kernel for another architecture is not a failure of this device.
+                    if cc != 90 && e.message().is_some_and(|m| m.contains("compute capability")) {
+                        Ok(Completion::ignored_with(format!(
+                            "needs compute capability 9.0 (this device: {cc})"
+                        )))
+                    } else {
+                        Err(e)
+                    }
+                })
+            }
+        }));
+    };
+    for info in REGISTRY
+        .all()
+        .iter()
+        .copied()
+        .filter(|k| k.operation.conv().is_some())
+    {
+        for (name, body) in cases(info) {
+            add(name, body);
+        }
+    }
+    add("typed::fprop_f16_stride2".into(), Box::new(typed));
+    libtest_mimic::run(&args, trials).exit();
+}
