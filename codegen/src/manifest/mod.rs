@@ -5,7 +5,7 @@
 //! ```yaml
 //! version: 1                 # required, must be 1
 //! operations:                # required, non-empty
-//!   - kind: gemm             # required; only gemm
+//!   - kind: gemm             # required; gemm | gemm_grouped | conv2d_fprop | conv2d_dgrad | conv2d_wgrad
 //!     name: hgemm_{layout}   # optional Rust name template (see below)
 //!     arch: 80               # required; 80 (CUTLASS 2.x) | 90 (CUTLASS 3.x, sm_90a)
 //!     opclass: tensorop      # tensorop | simt (80 only); default tensorop
@@ -40,6 +40,11 @@
 //!     aux_input: none        # 90 only: none | pre_activation (backward: act'(Z) from the forward Z)
 //!     reduction: none        # 90 only: none | row_sum (D's row sums; needs aux_input)
 //! ```
+//!
+//! Conv entries (`conv2d_*`) take the same keys but no `layout_*` (their tensors are channels-last;
+//! the implicit GEMM's view is `ConvKind::gemm_layouts`), plus `iterator_algorithm: optimized |
+//! analytic | fixed_channels | few_channels` and `stride_support: strided | unity` on arch 80; their
+//! rules are in `validate/rules_conv.rs`.
 //!
 //! Fused epilogues (`activation`, `bias`, ... ; rules in `validate/rules_epilogue.rs`) are
 //! CUTLASS's generic linear combination on arch 80 (activations and clamps only) and CUTLASS 3.x
