@@ -23,7 +23,7 @@ use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{ConvKind, DType};
 use cutlass_aot::{verify, KernelInfo};
 
-use common::{address, device_name, json_string, time_launches, utc_date, JsonRecord, Spinner};
+use common::{address, device_name, time_launches, utc_date, JsonRecord, Spinner};
 
 /// One layer: H = W, C → K, R = S, stride, padding.
 #[derive(Clone, Copy, Debug)]
@@ -307,7 +307,6 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
             }
         }
     }
-    let _ = json_string;
     Ok(())
 }
 

@@ -134,3 +134,33 @@ pub(crate) unsafe fn enqueue_prepared(
         )
     }
 }
+
+/// Enqueues the prepared kernel and, where it has one, the reduction that follows it (parallel
+/// split-K), whose Params `reduction.1` builds from the kernel's own `args`. Both Params are built
+/// before anything is enqueued, so that an error leaves nothing half-launched.
+///
+/// # Safety
+/// As [`enqueue_prepared`]; `workspace` is (address, capacity) of the memory `prepared` (and the
+/// reduction) were built with.
+pub(crate) unsafe fn enqueue_with_reduction<A>(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    device: &device::DeviceProps,
+    prepared: &Prepared,
+    reduction: Option<(&'static std::ffi::CStr, crate::params::PrepareFn<A>, &A, bool)>,
+    (address, capacity): (u64, usize),
+) -> Result<(), Error> {
+    let Some((entry, prepare, args, has_encoder)) = reduction else {
+        return unsafe { enqueue_prepared(info, info.entry, stream, device, prepared, address) };
+    };
+    let reduce = crate::params::run_prepare(info, prepare, args, has_encoder)?.map_err(|needed| {
+        Error::AbiMismatch {
+            kernel: info.name,
+            message: format!(
+                "the split-K reduction asked for {needed} bytes of workspace with {capacity} given"
+            ),
+        }
+    })?;
+    unsafe { enqueue_prepared(info, info.entry, stream, device, prepared, address)? };
+    unsafe { enqueue_prepared(info, entry, stream, device, &reduce, address) }
+}

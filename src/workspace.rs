@@ -162,6 +162,37 @@ impl<'w> Scratch<'w> {
     }
 }
 
+impl Scratch<'_> {
+    /// Runs `prepare(address, capacity)` with this scratch, growing it to what `prepare` reports
+    /// it needs (`Ok(Err(bytes))`) until the Params fit: the Params, and the (address, capacity)
+    /// they were built with. A `prepare` that asks for less than it was given is a build defect
+    /// of `kernel`.
+    pub(crate) fn fit(
+        &mut self,
+        stream: &CudaStream,
+        kernel: &'static str,
+        mut prepare: impl FnMut(u64, usize) -> Result<Result<crate::params::Prepared, u64>, Error>,
+    ) -> Result<(crate::params::Prepared, (sys::CUdeviceptr, usize)), Error> {
+        let (mut address, mut capacity) = self.current(stream);
+        loop {
+            match prepare(address, capacity)? {
+                Ok(prepared) => return Ok((prepared, (address, capacity))),
+                Err(needed) if (needed as usize) > capacity => {
+                    (address, capacity) = self.at_least(stream, needed as usize)?;
+                }
+                Err(needed) => {
+                    return Err(Error::AbiMismatch {
+                        kernel,
+                        message: format!(
+                            "prepare asked for {needed} bytes of workspace with {capacity} given"
+                        ),
+                    })
+                }
+            }
+        }
+    }
+}
+
 /// The workspace cache, locked for one launch; on drop, buffers over [`cache_limit`] are freed
 /// (stream-ordered, after the launch just enqueued).
 pub(crate) struct Workspaces(MutexGuard<'static, Vec<StreamWorkspace>>);

@@ -13,9 +13,12 @@ use cutlass_aot::conv::{self, Conv2dProblem, ConvGeometry, ConvMode, ConvOperand
 use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{Api, ConvKind, DType, IteratorAlgorithm, StrideSupport};
 use cutlass_aot::{device, verify, KernelInfo};
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
 
-type GpuTest = Box<dyn FnOnce(&Arc<CudaContext>) -> Result<(), Failed> + Send>;
+#[path = "common/gpu_trial.rs"]
+mod gpu_trial;
+
+use gpu_trial::GpuTest;
 
 /// Elements of poison behind every output, which no kernel may write.
 const TAIL: usize = 64;
@@ -152,7 +155,6 @@ struct Launch {
 
 fn tensors(
     stream: &Arc<CudaStream>,
-    info: &KernelInfo,
     problem: &Conv2dProblem,
     with_c: bool,
     seed: u64,
@@ -162,7 +164,6 @@ fn tensors(
         .map_err(|e| format!("bad test problem: {e}"))?;
     let count = |d: [usize; 4]| d.iter().product::<usize>();
     let (ea, eb, ec) = problem.elements;
-    let _ = info;
     let d_len = count(dims[2]);
     Ok(Launch {
         dims,
@@ -202,7 +203,7 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
     let stream = ctx.default_stream();
     let problem = case.problem(info);
     let with_c = case.scalars.1 != 0.0;
-    let t = tensors(&stream, info, &problem, with_c, 17)?;
+    let t = tensors(&stream, &problem, with_c, 17)?;
     let ops = operands(&stream, &t, &case);
     // SAFETY: every operand is a live buffer of its stated length and the kernel's types.
     unsafe { conv::launch_raw(info, &stream, &ops, None) }.map_err(|e| format!("launch: {e}"))?;
@@ -249,7 +250,7 @@ fn refused(
 ) -> Result<(), Failed> {
     let stream = ctx.default_stream();
     let problem = case.problem(info);
-    let t = tensors(&stream, info, &problem, case.scalars.1 != 0.0, 5)?;
+    let t = tensors(&stream, &problem, case.scalars.1 != 0.0, 5)?;
     let ops = operands(&stream, &t, &case);
     // SAFETY: as in run_case.
     match unsafe { conv::launch_raw(info, &stream, &ops, None) } {
@@ -445,25 +446,7 @@ fn main() {
     let args = Arguments::from_args();
     let gpu: Result<Arc<CudaContext>, String> = device::context(0).map_err(|e| e.to_string());
     let mut trials = Vec::new();
-    let mut add = |name: String, body: GpuTest| {
-        let gpu = gpu.clone();
-        trials.push(Trial::ignorable_test(name, move || match gpu {
-            Err(reason) => Ok(Completion::ignored_with(format!("needs a GPU: {reason}"))),
-            Ok(ctx) => {
-                let cc = device::props(&ctx).map(|p| p.compute_capability).unwrap_or(0);
-                body(&ctx).map(|()| Completion::Completed).or_else(|e| {
-                    // A kernel for another architecture is not a failure of this device.
-                    if cc != 90 && e.message().is_some_and(|m| m.contains("compute capability")) {
-                        Ok(Completion::ignored_with(format!(
-                            "needs compute capability 9.0 (this device: {cc})"
-                        )))
-                    } else {
-                        Err(e)
-                    }
-                })
-            }
-        }));
-    };
+    let mut add = |name: String, body: GpuTest| trials.push(gpu_trial::trial(&gpu, name, body));
     for info in REGISTRY
         .all()
         .iter()

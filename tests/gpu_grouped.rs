@@ -15,9 +15,12 @@ use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{Api, DType, Layout, OperationKind};
 use cutlass_aot::verify::{self, HostFusion, HostMatrix};
 use cutlass_aot::{device, KernelInfo, MatrixShape, Operand};
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
 
-type GpuTest = Box<dyn FnOnce(&Arc<CudaContext>) -> Result<(), Failed> + Send>;
+#[path = "common/gpu_trial.rs"]
+mod gpu_trial;
+
+use gpu_trial::GpuTest;
 
 /// Extents a kernel takes: contiguous extents must be multiples of its alignments.
 fn multiple(info: &KernelInfo) -> usize {
@@ -552,25 +555,7 @@ fn main() {
     let args = Arguments::from_args();
     let gpu: Result<Arc<CudaContext>, String> = device::context(0).map_err(|e| e.to_string());
     let mut trials = Vec::new();
-    let mut add = |name: String, body: GpuTest| {
-        let gpu = gpu.clone();
-        trials.push(Trial::ignorable_test(name, move || match gpu {
-            Err(reason) => Ok(Completion::ignored_with(format!("needs a GPU: {reason}"))),
-            Ok(ctx) => {
-                let cc = device::props(&ctx).map(|p| p.compute_capability).unwrap_or(0);
-                body(&ctx).map(|()| Completion::Completed).or_else(|e| {
-                    // A kernel for another architecture is not a failure of this device.
-                    if cc != 90 && e.message().is_some_and(|m| m.contains("compute capability")) {
-                        Ok(Completion::ignored_with(format!(
-                            "needs compute capability 9.0 (this device: {cc})"
-                        )))
-                    } else {
-                        Err(e)
-                    }
-                })
-            }
-        }));
-    };
+    let mut add = |name: String, body: GpuTest| trials.push(gpu_trial::trial(&gpu, name, body));
     for info in REGISTRY
         .all()
         .iter()

@@ -260,35 +260,13 @@ pub unsafe fn launch_raw(
     }
     // Params embed the workspace address: hold the scratch until every kernel is enqueued.
     let mut scratch = Scratch::of(stream, workspace);
-    let (mut address, mut capacity) = scratch.current(stream);
-    let prepared = loop {
+    let (prepared, workspace) = scratch.fit(stream, info.name, |address, capacity| {
         args.workspace = address as *mut c_void;
         args.workspace_capacity = capacity as u64;
-        match info.prepare_conv_status(&args)? {
-            Ok(prepared) => break prepared,
-            Err(needed) if (needed as usize) > capacity => {
-                (address, capacity) = scratch.at_least(stream, needed as usize)?;
-            }
-            Err(needed) => {
-                return Err(Error::AbiMismatch {
-                    kernel: info.name,
-                    message: format!("prepare asked for {needed} bytes of workspace with {capacity} given"),
-                })
-            }
-        }
-    };
-    let Some(reduction) = reduction else {
-        return unsafe {
-            crate::launch::enqueue_prepared(info, info.entry, stream, &device, &prepared, address)
-        };
-    };
-    // Both Params are built before anything is enqueued: an error leaves nothing half-launched.
-    let reduce = run_prepare(info, reduction.prepare, &args, true)?.map_err(|needed| Error::AbiMismatch {
-        kernel: info.name,
-        message: format!("the split-K reduction asked for {needed} bytes of workspace with {capacity} given"),
+        info.prepare_conv_status(&args)
     })?;
-    unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, &device, &prepared, address)? };
-    unsafe { crate::launch::enqueue_prepared(info, reduction.entry, stream, &device, &reduce, address) }
+    let reduction = reduction.map(|r| (r.entry, r.prepare, &args, args.encode_tiled.is_some()));
+    unsafe { crate::launch::enqueue_with_reduction(info, stream, &device, &prepared, reduction, workspace) }
 }
 
 /// Bytes of workspace `info` needs for `operands` on `device` (0: none): serial split-K

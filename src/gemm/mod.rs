@@ -472,28 +472,15 @@ pub(crate) unsafe fn prepare_and_enqueue_in(
     // Params embed the workspace address: hold the scratch (the cache's lock) until every kernel
     // is enqueued.
     let mut scratch = Scratch::of(stream, workspace);
-    let (mut address, mut capacity) = scratch.current(stream);
-    let prepared = loop {
+    let (prepared, workspace) = scratch.fit(stream, info.name, |address, capacity| {
         args.workspace = address as *mut c_void;
         args.workspace_capacity = capacity as u64;
-        match info.prepare_status(args)? {
-            Ok(prepared) => break prepared,
-            Err(needed) if (needed as usize) > capacity => {
-                (address, capacity) = scratch.at_least(stream, needed as usize)?;
-            }
-            Err(needed) => {
-                return Err(Error::AbiMismatch {
-                    kernel: info.name,
-                    message: format!("prepare asked for {needed} bytes of workspace with {capacity} given"),
-                })
-            }
-        }
-    };
-    unsafe { enqueue_with_reduction(info, stream, device, args, &prepared, (address, capacity)) }
+        info.prepare_status(args)
+    })?;
+    unsafe { enqueue_with_reduction(info, stream, device, args, &prepared, workspace) }
 }
 
-/// Enqueues the prepared kernel and, for parallel split-K, its reduction (both Params are built
-/// before anything is enqueued, so that an error leaves nothing half-launched).
+/// [`crate::launch::enqueue_with_reduction`] with the GEMM's reduction (parallel split-K), if any.
 ///
 /// # Safety
 /// As [`prepare_and_enqueue`]; `workspace` is (address, capacity) of the memory `prepared` was
@@ -504,20 +491,12 @@ unsafe fn enqueue_with_reduction(
     device: &device::DeviceProps,
     args: &abi::cutlass_aot_gemm_args,
     prepared: &Prepared,
-    (address, capacity): (u64, usize),
+    workspace: (u64, usize),
 ) -> Result<(), Error> {
-    let Some(reduction) = host_code(info)?.1 else {
-        return unsafe {
-            crate::launch::enqueue_prepared(info, info.entry, stream, device, prepared, address)
-        };
-    };
-    let reduce = run_prepare(info, reduction.prepare, args, args.encode_tiled.is_some())?;
-    let reduce = reduce.map_err(|needed| Error::AbiMismatch {
-        kernel: info.name,
-        message: format!("the split-K reduction asked for {needed} bytes of workspace with {capacity} given"),
-    })?;
-    unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, device, prepared, address)? };
-    unsafe { crate::launch::enqueue_prepared(info, reduction.entry, stream, device, &reduce, address) }
+    let reduction = host_code(info)?
+        .1
+        .map(|r| (r.entry, r.prepare, args, args.encode_tiled.is_some()));
+    unsafe { crate::launch::enqueue_with_reduction(info, stream, device, prepared, reduction, workspace) }
 }
 
 /// Work enqueued around a kernel whose operands live partly in scratch memory (staged operands,

@@ -108,6 +108,16 @@ int32_t conv_2x_params(const cutlass_aot_conv2d_args *in, typename Kernel::Param
   return CUTLASS_AOT_OK;
 }
 
+/// The workspace a launch needs: for serial split-K one semaphore per output tile (none without a
+/// split), for parallel split-K the partial sums of every slice in the accumulator type.
+template <typename Kernel, bool Parallel>
+uint64_t conv_workspace_bytes(const cutlass_aot_conv2d_args *in) {
+  typename Kernel::Arguments sizing(conv2d_problem(in));
+  sizing.split_k_mode =
+      Parallel ? cutlass::conv::SplitKMode::kParallel : cutlass::conv::SplitKMode::kSerial;
+  return cutlass::conv::device::ImplicitGemmConvolution<Kernel>::get_workspace_size(sizing);
+}
+
 /// The conv kernel's Params, grid, block, shared memory, workspace and the fills it needs.
 template <typename Kernel, bool Parallel>
 int32_t conv_2x_prepare(const cutlass_aot_conv2d_args *in, void *params_out, size_t params_capacity,
@@ -125,12 +135,7 @@ int32_t conv_2x_prepare(const cutlass_aot_conv2d_args *in, void *params_out, siz
   if (status != CUTLASS_AOT_OK) {
     return status;
   }
-  // Serial split-K: one semaphore per output tile (none without a split). Parallel: the partial
-  // sums of every slice, in the accumulator type.
-  typename Kernel::Arguments sizing(conv2d_problem(in));
-  sizing.split_k_mode =
-      Parallel ? cutlass::conv::SplitKMode::kParallel : cutlass::conv::SplitKMode::kSerial;
-  uint64_t workspace_bytes = Device::get_workspace_size(sizing);
+  uint64_t workspace_bytes = conv_workspace_bytes<Kernel, Parallel>(in);
   launch->workspace_bytes = workspace_bytes;
   if (workspace_bytes > 0) {
     if (in->workspace == nullptr || workspace_bytes > in->workspace_capacity) {
@@ -168,7 +173,6 @@ int32_t conv_split_k_reduce_prepare(const cutlass_aot_conv2d_args *in, void *par
   using Params = typename Reduction::Params;
   using ElementOutput = typename Reduction::ElementOutput;
   using ElementWorkspace = typename Reduction::ElementWorkspace;
-  using Device = cutlass::conv::device::ImplicitGemmConvolution<Kernel>;
   static_assert(std::is_trivially_copyable<Params>::value, "Params must be copyable as bytes");
 
   std::memset(launch, 0, sizeof(*launch));
@@ -182,9 +186,7 @@ int32_t conv_split_k_reduce_prepare(const cutlass_aot_conv2d_args *in, void *par
   }
   cutlass::conv::Conv2dProblemSize problem = conv2d_problem(in);
   constexpr cutlass::conv::Operator kOp = Kernel::kConvolutionalOperator;
-  typename Kernel::Arguments sizing(problem);
-  sizing.split_k_mode = cutlass::conv::SplitKMode::kParallel;
-  uint64_t workspace_bytes = Device::get_workspace_size(sizing);
+  uint64_t workspace_bytes = conv_workspace_bytes<Kernel, true>(in);
   launch->workspace_bytes = workspace_bytes;
   if (in->workspace == nullptr || workspace_bytes > in->workspace_capacity) {
     return CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL;
