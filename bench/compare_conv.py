@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Joins conv_bench's records with conv_cudnn.py's (same problem, op, dtype) into results records
 (DESIGN.md §6: ours_us, ref_us, ratio = ours ÷ reference throughput) and prints the geometric
-means per op and dtype, and every layer under 0.8x.
+means per op and dtype (dispatched: `ratio`; a problem the dispatch table has not seen:
+`unseen_ratio`; the fastest single conv kernel: `best_kernel_ratio`), and every layer under 0.8x.
 
     python3 bench/compare_conv.py ours.jsonl cudnn.jsonl results.jsonl
 """
@@ -32,15 +33,22 @@ def main(ours_path, ref_path, out_path):
                 continue
             r.update({"ref": "cudnn", "ref_us": ref["ref_us"], "ref_tflops": ref["ref_tflops"],
                       "ratio": round(ref["ref_us"] / r["ours_us"], 3), "torch": ref["torch"], "cudnn": ref["cudnn"]})
+            for field in ("unseen", "best_kernel"):
+                if f"{field}_us" in r:
+                    r[f"{field}_ratio"] = round(ref["ref_us"] / r[f"{field}_us"], 3)
             out.write(json.dumps(r) + "\n")
             groups[(r["set"], r["op"], r["dtype"])].append(r)
     for (set_, op, dtype), rs in sorted(groups.items()):
-        geo = math.exp(sum(math.log(r["ratio"]) for r in rs) / len(rs))
+        def geo(field):
+            vals = [r[field] for r in rs if field in r]
+            return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
         low = [r for r in rs if r["ratio"] < 0.8]
-        print(f"{set_:9} {op:13} {dtype:5} geomean {geo:.3f}x over {len(rs)} layers, {len(low)} under 0.8x")
+        print(f"{set_:9} {op:13} {dtype:5} geomean {geo('ratio'):.3f}x over {len(rs)} layers, {len(low)} under 0.8x"
+              f" (unseen {geo('unseen_ratio'):.3f}x, best single kernel {geo('best_kernel_ratio'):.3f}x)")
         for r in low:
             print(f"    {r['h']}x{r['w']} {r['c']}->{r['k']} {r['r']}x{r['s']} s{r['stride']}: {r['ratio']:.2f}x "
                   f"({r['ours_tflops']} vs {r['ref_tflops']} TFLOP/s, {r['rust_name']})")
+        print(f"    min {min(r['ratio'] for r in rs):.2f}x, max {max(r['ratio'] for r in rs):.2f}x")
 
 
 if __name__ == "__main__":

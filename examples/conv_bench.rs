@@ -1,12 +1,20 @@
 //! Times every conv kernel that supports a problem (ResNet-50's layers, and a sweep of other
-//! shapes) and writes one JSON line per problem with the fastest kernel, spot-checked against an
-//! f64 reference. `bench/conv_cudnn.py` times cuDNN on the same problems in the same run, and
+//! shapes) and, for a 1×1 unit-stride problem, every GEMM kernel that runs it as a matrix
+//! product; then the problem as a user runs it through `conv::dispatch`, and writes one JSON line per problem: the dispatched time
+//! (`ours_us`, what the cuDNN comparison uses) and route, the fastest single conv kernel
+//! (`best_kernel*`), and `unseen_us`: dispatch with the table less this problem's own row, i.e. a
+//! problem the table has not measured. Every result is spot-checked against an f64 reference.
+//! `bench/conv_cudnn.py` times cuDNN on the same problems in the same run, and
 //! `bench/compare_conv.py` joins the two into ratios.
+//!
+//! Dispatch runs with the conv table this run measured (pass 1), the table `--dispatch-out`
+//! writes and the build embeds from `bench/dispatch/conv_<device>.tsv`: the times are what the
+//! embedded table gives, measured in one GPU session.
 //!
 //! ```text
 //! cargo build --release --features conv --example conv_bench
 //! conv_bench [--set resnet50|sweep|all] [--batch 128] [--dtype f16,bf16] [--kinds fprop,dgrad,wgrad]
-//!            [--iters 20] [--list] [--out FILE]
+//!            [--iters 20] [--list] [--out FILE] [--dispatch-out FILE]
 //! ```
 //! `--list` prints the problems as JSON lines (what the cuDNN script reads) and times nothing.
 
@@ -95,6 +103,7 @@ struct Options {
     iters: usize,
     list: bool,
     out: Option<String>,
+    dispatch_out: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -106,6 +115,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         iters: 20,
         list: false,
         out: None,
+        dispatch_out: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -128,6 +138,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--list" => o.list = true,
             "--out" => o.out = Some(value()?),
+            "--dispatch-out" => o.dispatch_out = Some(value()?),
             other => {
                 return Err(format!(
                     "unknown argument {other}; see the header of examples/conv_bench.rs"
@@ -214,6 +225,14 @@ struct Buffers {
     out: CudaSlice<u8>,
 }
 
+/// One problem's first-pass result: the fastest conv kernel.
+struct Measured {
+    set: &'static str,
+    layer: Layer,
+    problem: Conv2dProblem,
+    best: Best,
+}
+
 fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
     let stream = ctx.default_stream();
     let spinner = Spinner::new(ctx).map_err(|e| format!("spinner: {e}"))?;
@@ -224,90 +243,215 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
         None => Box::new(std::io::stdout()),
     };
     let all = problems(o);
+    let mut pools = Vec::new();
     for &dtype in &o.dtypes {
-        // The largest tensor of any problem, for the shared pools.
-        let largest = all
-            .iter()
-            .flat_map(|&(_, n, l)| {
-                o.kinds.iter().map(move |&kind| {
-                    let dims = conv_problem(kind, dtype, n, l).tensor_dims().unwrap();
-                    dims.iter().map(|d| d.iter().product::<usize>()).max().unwrap()
-                })
-            })
-            .max()
-            .unwrap_or(1);
-        // A and B read different halves of the pool: aliased operands would correlate (wgrad of a
-        // layer with K = C would sum squares and overflow f16).
-        let pool_values = verify::random_values(dtype, 2 * largest, 11);
-        let pool = stream
-            .clone_htod(&verify::encode(dtype, &pool_values))
-            .map_err(|e| format!("upload: {e}"))?;
-        let out = stream
-            .alloc_zeros::<u8>(largest * verify::element_bytes(dtype))
-            .map_err(|e| format!("alloc: {e}"))?;
-        let buffers = Buffers {
-            dtype,
-            pool_values,
-            pool,
-            out,
-        };
-        for &(set, n, l) in &all {
+        pools.push(buffers(&stream, o, &all, dtype)?);
+    }
+    // Pass 1: every kernel of every problem; the fastest verified ones make the dispatch table.
+    let mut measured: Vec<Measured> = Vec::new();
+    for b in &pools {
+        for &(set, n, layer) in &all {
             for &kind in &o.kinds {
-                let problem = conv_problem(kind, dtype, n, l);
-                let line = measure(ctx, &stream, &spinner, o, &buffers, &problem)?;
-                let Some((info, slices, us, verified, tried)) = line else {
-                    eprintln!("{set} {kind} {dtype} {l:?}: no kernel supports it");
-                    continue;
-                };
-                let (p, q) = problem.output_size().unwrap();
-                let flops = 2.0 * (n * p * q * l.k * l.rs * l.rs * l.c) as f64;
-                let record = JsonRecord::new()
-                    .str("device", &device)
-                    .str("date", &date)
-                    .str("op", kind_op(kind))
-                    .str("set", set)
-                    .str("kernel", info.name)
-                    .str("rust_name", info.rust_name)
-                    .str("dtype", dtype.manifest_name())
-                    .str("layout", "nhwc")
-                    .int("n", n)
-                    .int("h", l.hw)
-                    .int("w", l.hw)
-                    .int("c", l.c)
-                    .int("k", l.k)
-                    .int("r", l.rs)
-                    .int("s", l.rs)
-                    .int("pad", l.pad)
-                    .int("stride", l.stride)
-                    .int("dilation", 1)
-                    .int("p", p)
-                    .int("q", q)
-                    .int("c_padded", problem.c)
-                    .int("split_k", slices)
-                    .num("ours_us", us, 2)
-                    .num("ours_tflops", flops / us / 1e6, 1)
-                    .int("kernels_tried", tried)
-                    .bool("verified", verified);
-                writeln!(sink, "{}", record.finish()).map_err(|e| e.to_string())?;
-                eprintln!(
-                    "{set} {} {dtype} {}x{} {}->{} {}x{} s{}: {:.1} us, {:.0} TFLOP/s, {} ({})",
-                    kind_op(kind),
-                    l.hw,
-                    l.hw,
-                    l.c,
-                    l.k,
-                    l.rs,
-                    l.rs,
-                    l.stride,
-                    us,
-                    flops / us / 1e6,
-                    info.rust_name,
-                    if verified { "verified" } else { "NOT verified" }
-                );
+                let problem = conv_problem(kind, b.dtype, n, layer);
+                match measure(ctx, &stream, &spinner, o, b, &problem)? {
+                    Some(best) => measured.push(Measured {
+                        set,
+                        layer,
+                        problem,
+                        best,
+                    }),
+                    None => eprintln!("{set} {kind} {} {layer:?}: no kernel supports it", b.dtype),
+                }
             }
         }
     }
+    let verified: Vec<&Measured> = measured.iter().filter(|m| m.best.3).collect();
+    let entries: Vec<conv::dispatch::Entry> = verified.iter().map(|m| entry(m)).collect();
+    let entries: &'static [conv::dispatch::Entry] = Box::leak(entries.into_boxed_slice());
+    let table = conv::dispatch::Table::new(device.clone().leak(), date.clone().leak(), entries);
+    if let Some(path) = &o.dispatch_out {
+        let mut text = format!(
+            "# cutlass-aot conv dispatch table\n# device: {device}\n# date: {date}\n\
+             # columns: kind a b c n h w c k r s pad_h pad_w stride_h stride_w dilation_h dilation_w kernel split_k us\n"
+        );
+        for m in &verified {
+            text.push_str(&table_row(&m.problem, m.best.0, m.best.1, m.best.2));
+            text.push('\n');
+        }
+        std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))?;
+        eprintln!("conv dispatch table: {} rows in {path}", verified.len());
+    }
+    // Pass 2: each problem as a user runs it, through dispatch with this run's table (what the
+    // build embeds from --dispatch-out), and with the table less the problem's own row (a
+    // problem the table has not seen: the nearest other measured problem, or the GEMM route).
+    for m in &measured {
+        let b = pools.iter().find(|b| b.dtype == m.problem.elements.0).unwrap();
+        let own = |e: &conv::dispatch::Entry| {
+            e.signature.kind == m.problem.kind
+                && e.signature.elements == m.problem.elements
+                && e.activation == [m.problem.n, m.problem.h, m.problem.w, m.problem.c]
+                && e.filter == [m.problem.k, m.problem.r, m.problem.s]
+                && e.stride == m.problem.stride
+        };
+        let others: Vec<conv::dispatch::Entry> = verified
+            .iter()
+            .filter(|o| !own(&entry(o)))
+            .map(|o| entry(o))
+            .collect();
+        let others =
+            conv::dispatch::Table::new(table.device, table.date, Box::leak(others.into_boxed_slice()));
+        let dispatched = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &table);
+        let unseen = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &others);
+        let record = record_of(m, &dispatched, &unseen, &device, &date);
+        writeln!(sink, "{}", record.finish()).map_err(|e| e.to_string())?;
+    }
     Ok(())
+}
+
+/// The benchmark's pools for `dtype`: random inputs in [-1, 1] shared by every launch and one output.
+fn buffers(
+    stream: &Arc<CudaStream>,
+    o: &Options,
+    all: &[(&'static str, usize, Layer)],
+    dtype: DType,
+) -> Result<Buffers, String> {
+    // The largest tensor of any problem, for the shared pools.
+    let largest = all
+        .iter()
+        .flat_map(|&(_, n, l)| {
+            o.kinds.iter().map(move |&kind| {
+                let dims = conv_problem(kind, dtype, n, l).tensor_dims().unwrap();
+                dims.iter().map(|d| d.iter().product::<usize>()).max().unwrap()
+            })
+        })
+        .max()
+        .unwrap_or(1);
+    // A and B read different halves of the pool: aliased operands would correlate (wgrad of a
+    // layer with K = C would sum squares and overflow f16).
+    let pool_values = verify::random_values(dtype, 2 * largest, 11);
+    let pool = stream
+        .clone_htod(&verify::encode(dtype, &pool_values))
+        .map_err(|e| format!("upload: {e}"))?;
+    let out = stream
+        .alloc_zeros::<u8>(largest * verify::element_bytes(dtype))
+        .map_err(|e| format!("alloc: {e}"))?;
+    Ok(Buffers {
+        dtype,
+        pool_values,
+        pool,
+        out,
+    })
+}
+
+/// A measured problem's dispatch table entry.
+fn entry(m: &Measured) -> conv::dispatch::Entry {
+    let p = &m.problem;
+    conv::dispatch::Entry {
+        signature: conv::dispatch::ConvSignature {
+            kind: p.kind,
+            elements: p.elements,
+        },
+        activation: [p.n, p.h, p.w, p.c],
+        filter: [p.k, p.r, p.s],
+        pad: p.pad,
+        stride: p.stride,
+        dilation: p.dilation,
+        kernel: m.best.0,
+        split_k: m.best.1,
+        us: m.best.2,
+    }
+}
+
+/// The JSON record of one problem: dispatched (ours), unseen-problem dispatch, fastest kernel.
+fn record_of(
+    m: &Measured,
+    dispatched: &Result<DispatchedRun, String>,
+    unseen: &Result<DispatchedRun, String>,
+    device: &str,
+    date: &str,
+) -> JsonRecord {
+    let (l, p) = (m.layer, &m.problem);
+    let (best, best_slices, best_us, best_verified, tried) = m.best;
+    let (out_p, out_q) = p.output_size().unwrap();
+    let flops = 2.0 * (p.n * out_p * out_q * l.k * l.rs * l.rs * l.c) as f64;
+    let mut record = JsonRecord::new()
+        .str("device", device)
+        .str("date", date)
+        .str("op", kind_op(p.kind))
+        .str("set", m.set);
+    let (us, verified) = match dispatched {
+        Ok(d) => {
+            record = record
+                .str("kernel", d.kernel_name)
+                .str("rust_name", d.rust_name)
+                .str("route", &d.route);
+            (d.us, d.verified)
+        }
+        Err(e) => {
+            record = record
+                .str("kernel", best.name)
+                .str("rust_name", best.rust_name)
+                .str("dispatch_error", e);
+            (best_us, best_verified)
+        }
+    };
+    record = record
+        .str("dtype", p.elements.0.manifest_name())
+        .str("layout", "nhwc")
+        .int("n", p.n)
+        .int("h", l.hw)
+        .int("w", l.hw)
+        .int("c", l.c)
+        .int("k", l.k)
+        .int("r", l.rs)
+        .int("s", l.rs)
+        .int("pad", l.pad)
+        .int("stride", l.stride)
+        .int("dilation", 1)
+        .int("p", out_p)
+        .int("q", out_q)
+        .int("c_padded", p.c)
+        .num("ours_us", us, 2)
+        .num("ours_tflops", flops / us / 1e6, 1)
+        .bool("verified", verified)
+        .str("best_kernel", best.rust_name)
+        .int("best_kernel_split_k", best_slices)
+        .num("best_kernel_us", best_us, 2)
+        .bool("best_kernel_verified", best_verified)
+        .int("kernels_tried", tried);
+    match unseen {
+        Ok(u) => {
+            record = record
+                .num("unseen_us", u.us, 2)
+                .str("unseen_route", &u.route)
+                .bool("unseen_verified", u.verified)
+        }
+        Err(e) => record = record.str("unseen_error", e),
+    }
+    eprintln!(
+        "{} {} {} {}x{} {}->{} {}x{} s{}: {:.1} us, {:.0} TFLOP/s ({}); unseen {}; best kernel {} {:.1} us",
+        m.set,
+        kind_op(p.kind),
+        p.elements.0,
+        l.hw,
+        l.hw,
+        l.c,
+        l.k,
+        l.rs,
+        l.rs,
+        l.stride,
+        us,
+        flops / us / 1e6,
+        dispatched
+            .as_ref()
+            .map_or_else(|e| e.clone(), |d| d.route.clone()),
+        unseen
+            .as_ref()
+            .map_or_else(|e| e.clone(), |u| format!("{:.1} us {}", u.us, u.route)),
+        best.rust_name,
+        best_us,
+    );
+    record
 }
 
 /// The fastest kernel of a problem: (kernel, split-K slices, µs, spot check passed, launches tried).
@@ -323,33 +467,7 @@ fn measure(
     b: &Buffers,
     problem: &Conv2dProblem,
 ) -> Result<Option<Best>, String> {
-    let dims = problem.tensor_dims()?;
-    let count = |d: [usize; 4]| d.iter().product::<usize>();
-    let pool = address(&b.pool, stream);
-    let half = (b.pool_values.len() / 2) as u64;
-    let pool_b = pool + half * verify::element_bytes(b.dtype) as u64;
-    let out = address(&b.out, stream);
-    let tensor = |dims: [usize; 4], address: u64| TensorOperand {
-        dims,
-        len: count(dims),
-        address,
-    };
-    let ops = ConvOperands {
-        a: tensor(dims[0], pool),
-        b: tensor(dims[1], pool_b),
-        c: None,
-        d: tensor(dims[2], out),
-        geometry: ConvGeometry {
-            pad: problem.pad,
-            stride: problem.stride,
-            dilation: problem.dilation,
-            mode: problem.mode,
-        },
-        alpha: 1.0,
-        beta: 0.0,
-        split_k_slices: 1,
-        activation_arg: 0.0,
-    };
+    let ops = operands(stream, b, problem)?;
     let mut best: Option<(&'static KernelInfo, usize, f64)> = None;
     let mut tried = 0;
     let props = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
@@ -366,7 +484,7 @@ fn measure(
             continue;
         }
         // CUTLASS 2.x kernels also split the implicit GEMM's K (wgrad's N·P·Q is long).
-        for slices in [1, 2, 4, 8, 16, 32] {
+        for slices in [1, 2, 4, 8, 16, 32, 64, 128] {
             let mut p = p;
             p.split_k_slices = slices;
             if (slices > 1 && info.api() != cutlass_aot::model::Api::Cutlass2x) || info.supports(&p).is_err()
@@ -389,21 +507,191 @@ fn measure(
             }
         }
     }
+    // 1×1 unit-stride problems are also plain matrix products: every GEMM kernel that takes them
+    // as they lie, with split-K for the long reductions of wgrad.
+    let mut p = *problem;
+    p.compute_capability = Some(props.compute_capability);
+    p.addresses = Some([ops.a.address, ops.b.address, ops.d.address, ops.d.address]);
+    let gemm_splits: &[usize] = if problem.kind == ConvKind::Wgrad {
+        &[1, 16, 64, 128]
+    } else {
+        &[1]
+    };
+    if let Some((_, gemm)) = conv::dispatch::as_gemm(&p, &ops) {
+        for &slices in gemm_splits {
+            for info in conv::dispatch::gemm_candidates(&REGISTRY, &p, &ops, slices) {
+                tried += 1;
+                let gemm = cutlass_aot::GemmOperands {
+                    split_k_slices: slices,
+                    ..gemm
+                };
+                // SAFETY: as above; the GEMM operands view the same buffers.
+                let launch = || unsafe {
+                    cutlass_aot::gemm::launch_raw_in(info, stream, &gemm, Default::default(), None)
+                };
+                match time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch) {
+                    Ok(t) if best.map_or(true, |(_, _, us)| t.median_us < us) => {
+                        best = Some((info, slices, t.median_us))
+                    }
+                    Ok(_) => {}
+                    Err(e) => eprintln!("  {} (as a GEMM) split {slices}: {e:?}", info.rust_name),
+                }
+            }
+        }
+    }
     let Some((info, slices, us)) = best else {
         return Ok(None);
     };
-    let ops = ConvOperands {
-        split_k_slices: slices,
-        ..ops
-    };
     // Spot check of the winner: a few output elements against the f64 reference.
-    // SAFETY: as above.
-    unsafe { conv::launch_raw(info, stream, &ops, None) }.map_err(|e| e.to_string())?;
+    match conv::dispatch::as_gemm(&p, &ops).filter(|_| info.operation.conv().is_none()) {
+        Some((_, gemm)) => {
+            let gemm = cutlass_aot::GemmOperands {
+                split_k_slices: slices,
+                ..gemm
+            };
+            // SAFETY: as above.
+            unsafe { cutlass_aot::gemm::launch_raw_in(info, stream, &gemm, Default::default(), None) }
+        }
+        None => {
+            let ops = ConvOperands {
+                split_k_slices: slices,
+                ..ops
+            };
+            // SAFETY: as above.
+            unsafe { conv::launch_raw(info, stream, &ops, None) }
+        }
+    }
+    .map_err(|e| e.to_string())?;
+    let verified = check_output(stream, b, problem)?;
+    Ok(Some((info, slices, us, verified, tried)))
+}
+
+/// One conv dispatch table row (see `--dispatch-out`).
+fn table_row(p: &Conv2dProblem, kernel: &KernelInfo, slices: usize, us: f64) -> String {
+    let (a, b, c) = p.elements;
+    let fields: Vec<String> = [
+        p.kind.manifest_name().to_string(),
+        a.manifest_name().into(),
+        b.manifest_name().into(),
+        c.manifest_name().into(),
+    ]
+    .into_iter()
+    .chain(
+        [
+            p.n,
+            p.h,
+            p.w,
+            p.c,
+            p.k,
+            p.r,
+            p.s,
+            p.pad[0],
+            p.pad[1],
+            p.stride[0],
+            p.stride[1],
+            p.dilation[0],
+            p.dilation[1],
+        ]
+        .iter()
+        .map(|v| v.to_string()),
+    )
+    .chain([kernel.name.to_string(), slices.to_string(), format!("{us:.2}")])
+    .collect();
+    fields.join("\t")
+}
+
+/// A dispatched run of a problem: time, route, kernel, spot check.
+struct DispatchedRun {
+    us: f64,
+    route: String,
+    kernel_name: &'static str,
+    rust_name: &'static str,
+    verified: bool,
+}
+
+/// Times `problem` as `conv::dispatch` runs it with conv table `table` (and the embedded GEMM
+/// tables) and spot-checks the result.
+fn measure_dispatch(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    spinner: &Spinner,
+    o: &Options,
+    b: &Buffers,
+    problem: &Conv2dProblem,
+    table: &conv::dispatch::Table,
+) -> Result<DispatchedRun, String> {
+    let ops = operands(stream, b, problem)?;
+    let signature = conv::dispatch::ConvSignature {
+        kind: problem.kind,
+        elements: problem.elements,
+    };
+    // SAFETY: the pools hold at least every tensor's elements of the problem's types.
+    let launch = || unsafe {
+        conv::dispatch::launch_raw_with(
+            &REGISTRY,
+            std::slice::from_ref(table),
+            stream,
+            signature,
+            &ops,
+            Default::default(),
+        )
+    };
+    let ran = launch().map_err(|e| e.to_string())?;
+    let t = time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), || {
+        launch().map(|_| ())
+    })
+    .map_err(|e| format!("{e:?}"))?;
+    launch().map_err(|e| e.to_string())?;
+    let verified = check_output(stream, b, problem)?;
+    let kernel = ran.kernel;
+    Ok(DispatchedRun {
+        us: t.median_us,
+        route: ran.describe(),
+        kernel_name: kernel.name,
+        rust_name: kernel.rust_name,
+        verified,
+    })
+}
+
+/// The benchmark's operands of `problem`: A and B from the pool's halves, D the output buffer.
+fn operands(stream: &Arc<CudaStream>, b: &Buffers, problem: &Conv2dProblem) -> Result<ConvOperands, String> {
+    let dims = problem.tensor_dims()?;
+    let count = |d: [usize; 4]| d.iter().product::<usize>();
+    let pool = address(&b.pool, stream);
+    let half = (b.pool_values.len() / 2) as u64;
+    let pool_b = pool + half * verify::element_bytes(b.dtype) as u64;
+    let out = address(&b.out, stream);
+    let tensor = |dims: [usize; 4], address: u64| TensorOperand {
+        dims,
+        len: count(dims),
+        address,
+    };
+    Ok(ConvOperands {
+        a: tensor(dims[0], pool),
+        b: tensor(dims[1], pool_b),
+        c: None,
+        d: tensor(dims[2], out),
+        geometry: ConvGeometry {
+            pad: problem.pad,
+            stride: problem.stride,
+            dilation: problem.dilation,
+            mode: problem.mode,
+        },
+        alpha: 1.0,
+        beta: 0.0,
+        split_k_slices: 1,
+        activation_arg: 0.0,
+    })
+}
+
+/// Reads D back and spot-checks it (see [`spot_check`]).
+fn check_output(stream: &Arc<CudaStream>, b: &Buffers, problem: &Conv2dProblem) -> Result<bool, String> {
+    let dims = problem.tensor_dims()?;
+    let elements = dims[2].iter().product::<usize>();
     let bytes = stream.clone_dtoh(&b.out).map_err(|e| e.to_string())?;
     stream.synchronize().map_err(|e| e.to_string())?;
-    let got = verify::decode(b.dtype, &bytes[..count(dims[2]) * verify::element_bytes(b.dtype)]);
-    let verified = spot_check(problem, &b.pool_values, &got, b.dtype);
-    Ok(Some((info, slices, us, verified, tried)))
+    let got = verify::decode(b.dtype, &bytes[..elements * verify::element_bytes(b.dtype)]);
+    Ok(spot_check(problem, &b.pool_values, &got, b.dtype))
 }
 
 /// Compares 16 output elements spread over D with their f64 values (A and B read the pool).

@@ -280,3 +280,224 @@ fn host_params_of_every_conv_kernel() {
         }
     }
 }
+
+#[test]
+fn dispatch_runs_1x1_unit_stride_convolutions_as_gemms_over_the_same_buffers() {
+    use conv::dispatch::as_gemm;
+    use cutlass_aot::model::Layout::{Column, Row};
+    // (kind, A's shape and layout, B's, D's): the product's M × K, K × N, M × N.
+    let pixels = 2 * 7 * 5;
+    let expected = [
+        (ConvKind::Fprop, (pixels, 24, Row), (24, 40, Column), (pixels, 40)),
+        (ConvKind::Dgrad, (pixels, 40, Row), (40, 24, Row), (pixels, 24)),
+        (ConvKind::Wgrad, (40, pixels, Column), (pixels, 24, Row), (40, 24)),
+    ];
+    for (kind, a, b, d) in expected {
+        let problem = f16_problem(kind, [2, 7, 5, 24], [40, 1, 1]);
+        let ops = operands(&problem);
+        let (signature, gemm) = as_gemm(&problem, &ops).expect("1x1 unit stride is a GEMM");
+        assert_eq!(
+            (gemm.a.shape.rows, gemm.a.shape.cols, signature.layout_a),
+            a,
+            "{kind} A"
+        );
+        assert_eq!(
+            (gemm.b.shape.rows, gemm.b.shape.cols, signature.layout_b),
+            b,
+            "{kind} B"
+        );
+        assert_eq!((gemm.d.shape.rows, gemm.d.shape.cols), d, "{kind} D");
+        assert_eq!(signature.layout_c, Row);
+        // Packed leading dimensions are the channel counts: the tensors as they lie.
+        assert_eq!(gemm.a.shape.ld, if kind == ConvKind::Fprop { 24 } else { 40 });
+        assert_eq!(
+            (gemm.a.address, gemm.b.address, gemm.d.address),
+            (ops.a.address, ops.b.address, ops.d.address)
+        );
+    }
+    // Padding, a stride or a wider filter is not a plain product.
+    for problem in [
+        f16_problem(ConvKind::Fprop, [2, 7, 5, 24], [40, 1, 1]).padding(1, 0),
+        f16_problem(ConvKind::Fprop, [2, 8, 8, 24], [40, 1, 1]).stride(2, 2),
+        f16_problem(ConvKind::Wgrad, [2, 7, 5, 24], [40, 3, 1]),
+    ] {
+        assert!(as_gemm(&problem, &operands(&problem)).is_none(), "{problem:?}");
+    }
+}
+
+#[test]
+fn dispatch_heuristic_picks_a_supporting_kernel_of_the_device() {
+    use conv::dispatch::heuristic;
+    let mut on_hopper = f16_problem(ConvKind::Fprop, [32, 28, 28, 128], [128, 3, 3]).padding(1, 1);
+    on_hopper.compute_capability = Some(90);
+    let (kernel, slices) = heuristic(&REGISTRY, &on_hopper, 132).expect("a kernel");
+    assert_eq!(kernel.api(), Api::Cutlass3x, "{}", kernel.rust_name);
+    assert_eq!(slices, 1);
+    let mut on_ampere = on_hopper;
+    on_ampere.compute_capability = Some(80);
+    let (kernel, _) = heuristic(&REGISTRY, &on_ampere, 108).expect("a kernel");
+    assert_eq!(kernel.api(), Api::Cutlass2x, "{}", kernel.rust_name);
+    // A wgrad with a small filter gradient and a long reduction splits K on Ampere.
+    let mut long_k = f16_problem(ConvKind::Wgrad, [128, 56, 56, 64], [64, 1, 1]);
+    long_k.compute_capability = Some(80);
+    let (kernel, slices) = heuristic(&REGISTRY, &long_k, 108).expect("a kernel");
+    assert!(slices > 1, "{} with {slices} slices", kernel.rust_name);
+    let mut p = long_k;
+    p.split_k_slices = slices;
+    assert!(kernel.supports(&p).is_ok());
+    // The stem's 4 channels: only the fixed/few-channel kernels take it.
+    let mut stem = f16_problem(ConvKind::Fprop, [8, 224, 224, 4], [64, 7, 7])
+        .padding(3, 3)
+        .stride(2, 2);
+    stem.compute_capability = Some(80);
+    let (kernel, _) = heuristic(&REGISTRY, &stem, 108).expect("a kernel");
+    let iterator = kernel.operation.conv().unwrap().iterator;
+    assert!(
+        matches!(
+            iterator,
+            IteratorAlgorithm::FixedChannels | IteratorAlgorithm::FewChannels
+        ),
+        "{}",
+        kernel.rust_name
+    );
+    // Never a kernel with a fused activation, nor one that rounds f32 to TF32.
+    let mut f32_problem = Conv2dProblem::new(
+        ConvKind::Fprop,
+        [2, 9, 9, 8],
+        [16, 3, 3],
+        (DType::F32, DType::F32, DType::F32),
+    );
+    f32_problem.compute_capability = Some(80);
+    let (kernel, _) = heuristic(&REGISTRY, &f32_problem, 108).expect("an f32 kernel");
+    assert!(
+        !cutlass_aot::dispatch::rounds_to_tf32(kernel),
+        "{}",
+        kernel.rust_name
+    );
+    assert!(kernel.is_plain());
+}
+
+#[test]
+fn dispatch_table_takes_the_nearest_measured_problem_whose_kernel_fits() {
+    use conv::dispatch::{ConvSignature, Entry, Table};
+    let f16 = (DType::F16, DType::F16, DType::F16);
+    let signature = ConvSignature {
+        kind: ConvKind::Fprop,
+        elements: f16,
+    };
+    let entry = |activation: [usize; 4], kernel: &'static KernelInfo, split_k: usize| Entry {
+        signature,
+        activation,
+        filter: [activation[3], 3, 3],
+        pad: [1, 1],
+        stride: [1, 1],
+        dilation: [1, 1],
+        kernel,
+        split_k,
+        us: 10.0,
+    };
+    let analytic = kernel("conv_fprop_f16_analytic_sm80");
+    let optimized = kernel("conv_fprop_f16_optimized_sm80");
+    let entries: &'static [Entry] = Box::leak(Box::new([
+        entry([128, 56, 56, 64], analytic, 1),
+        entry([128, 14, 14, 256], optimized, 4),
+    ]));
+    let table = Table::new("NVIDIA H100 80GB HBM3", "2026-11-23", entries);
+    let near_small = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [256, 3, 3]).padding(1, 1);
+    let (e, slices) = table
+        .lookup(&near_small, &operands(&near_small))
+        .expect("an entry");
+    assert_eq!((e.kernel.rust_name, slices), (optimized.rust_name, 4));
+    let near_big = f16_problem(ConvKind::Fprop, [128, 56, 56, 64], [64, 3, 3]).padding(1, 1);
+    assert_eq!(
+        table
+            .lookup(&near_big, &operands(&near_big))
+            .unwrap()
+            .0
+            .kernel
+            .rust_name,
+        analytic.rust_name
+    );
+    // The entry's split does not fit a problem with few K tiles: run it unsplit.
+    let shallow = f16_problem(ConvKind::Fprop, [64, 14, 14, 8], [256, 1, 1]);
+    let (e, slices) = table.lookup(&shallow, &operands(&shallow)).expect("an entry");
+    assert_eq!((e.kernel.rust_name, slices), (optimized.rust_name, 1));
+    // Another kind or type has no entry.
+    let dgrad = f16_problem(ConvKind::Dgrad, [64, 14, 14, 256], [256, 3, 3]);
+    assert!(table.lookup(&dgrad, &operands(&dgrad)).is_none());
+
+    // A GEMM entry (a 1x1 problem measured fastest as a matrix product) serves 1x1 unit-stride
+    // problems only; a 3x3 one takes the nearest conv entry instead.
+    let mut one_by_one = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [512, 1, 1]);
+    one_by_one.compute_capability = Some(90);
+    let gemm = conv::dispatch::gemm_candidates(&REGISTRY, &one_by_one, &operands(&one_by_one), 1);
+    let gemm = *gemm
+        .first()
+        .expect("a GEMM kernel takes an f16 fprop 1x1 as a tn product");
+    assert!(gemm.operation.conv().is_none());
+    let entries: &'static [Entry] = Box::leak(Box::new([
+        Entry {
+            filter: [512, 1, 1],
+            pad: [0, 0],
+            ..entry([64, 14, 14, 256], gemm, 1)
+        },
+        entry([128, 56, 56, 64], analytic, 1),
+    ]));
+    let table = Table::new("NVIDIA H100 80GB HBM3", "2026-11-23", entries);
+    let (e, _) = table
+        .lookup(&one_by_one, &operands(&one_by_one))
+        .expect("an entry");
+    assert_eq!(e.kernel.rust_name, gemm.rust_name);
+    let mut three_by_three = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [512, 3, 3]).padding(1, 1);
+    three_by_three.compute_capability = Some(90);
+    let (e, _) = table
+        .lookup(&three_by_three, &operands(&three_by_three))
+        .expect("an entry");
+    assert_eq!(e.kernel.rust_name, analytic.rust_name);
+}
+
+#[test]
+fn dispatch_refuses_bad_requests_before_choosing() {
+    use conv::dispatch::{decide, NO_TABLE};
+    // f64 dgrad: the manifest has no such kernel; the error says what to do.
+    let f64_dgrad = Conv2dProblem::new(
+        ConvKind::Dgrad,
+        [2, 8, 8, 16],
+        [32, 3, 3],
+        (DType::F64, DType::F64, DType::F64),
+    );
+    let message = invalid(decide(
+        &REGISTRY,
+        &NO_TABLE,
+        &f64_dgrad,
+        &operands(&f64_dgrad),
+        &H100,
+    ));
+    assert!(message.contains("no compiled dgrad kernel"), "{message}");
+    eprintln!("{message}");
+    assert!(message.contains("f64"), "{message}");
+    // Channels no kernel's alignment divides: each candidate says why.
+    let ragged = f16_problem(ConvKind::Fprop, [2, 8, 8, 13], [32, 3, 3]).padding(1, 1);
+    let message = invalid(decide(&REGISTRY, &NO_TABLE, &ragged, &operands(&ragged), &H100));
+    assert!(message.contains("multiple"), "{message}");
+    assert!(
+        message.lines().count() <= 10,
+        "an error a person can read: {message}"
+    );
+    eprintln!("{message}");
+}
+
+#[test]
+fn the_embedded_h100_table_decides_resnet_layers_and_refers_to_compiled_kernels() {
+    use conv::dispatch::{decide, ConvChoice};
+    let tables = cutlass_aot::kernels::CONV_DISPATCH_TABLES;
+    let table = cutlass_aot::dispatch::table_for(tables, H100.name, 90).expect("an H100 conv table");
+    assert!(table.entries.len() > 100, "{} entries", table.entries.len());
+    for e in table.entries {
+        assert!(REGISTRY.by_name(e.kernel.name).is_some(), "{}", e.kernel.name);
+    }
+    let layer = f16_problem(ConvKind::Fprop, [128, 28, 28, 128], [128, 3, 3]).padding(1, 1);
+    let (kernel, _, choice) = decide(&REGISTRY, table, &layer, &operands(&layer), &H100).unwrap();
+    assert!(matches!(choice, ConvChoice::Table { .. }), "{choice:?}");
+    assert_eq!(kernel.api(), Api::Cutlass3x, "{}", kernel.rust_name);
+}

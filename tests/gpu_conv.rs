@@ -442,6 +442,229 @@ fn typed(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// One dispatched convolution: `kind` over `dtype` tensors, checked against the f64 reference.
+/// With `via_gemm` (a 1x1 unit-stride case) dispatch gets a table whose only entry is a GEMM kernel
+/// that takes the problem as a matrix product, and must run it so; otherwise the embedded tables.
+fn dispatched(
+    ctx: &Arc<CudaContext>,
+    kind: ConvKind,
+    dtype: DType,
+    case: Case,
+    via_gemm: bool,
+) -> Result<(), Failed> {
+    use conv::dispatch::{self, ConvSignature, Entry, Table};
+    let stream = ctx.default_stream();
+    let mut problem = Conv2dProblem::new(kind, case.activation, case.filter, (dtype, dtype, dtype));
+    problem.pad = case.geometry.pad;
+    problem.stride = case.geometry.stride;
+    problem.dilation = case.geometry.dilation;
+    problem.mode = case.geometry.mode;
+    let with_c = case.scalars.1 != 0.0;
+    let t = tensors(&stream, &problem, with_c, 29)?;
+    let ops = operands(&stream, &t, &case);
+    let signature = ConvSignature {
+        kind,
+        elements: problem.elements,
+    };
+    let tables: Vec<Table> = if via_gemm {
+        let props = device::props(ctx).map_err(|e| e.to_string())?;
+        let mut at = problem;
+        at.compute_capability = Some(props.compute_capability);
+        at.addresses = Some([ops.a.address, ops.b.address, ops.d.address, ops.d.address]);
+        // The last candidate, not the one the benchmark would pick: more kernels get exercised.
+        let candidates = dispatch::gemm_candidates(&REGISTRY, &at, &ops, 1);
+        let kernel = *candidates.last().ok_or("no GEMM kernel takes this 1x1 problem")?;
+        let entry = Entry {
+            signature,
+            activation: case.activation,
+            filter: case.filter,
+            pad: case.geometry.pad,
+            stride: case.geometry.stride,
+            dilation: case.geometry.dilation,
+            kernel,
+            split_k: 1,
+            us: 1.0,
+        };
+        vec![Table::new(props.name, "test", Box::leak(Box::new([entry])))]
+    } else {
+        Vec::new()
+    };
+    // SAFETY: every operand is a live buffer of its stated length and the signature's types.
+    let ran = if via_gemm {
+        unsafe { dispatch::launch_raw_with(&REGISTRY, &tables, &stream, signature, &ops, Default::default()) }
+    } else {
+        unsafe { dispatch::launch_raw(&stream, signature, &ops, Default::default()) }
+    }
+    .map_err(|e| format!("dispatch: {e}"))?;
+    if via_gemm && !ran.as_gemm() {
+        return Err(format!("the GEMM entry was not used: {}", ran.describe()).into());
+    }
+    let out = t.d.download(&stream)?;
+    let (body, tail) = out.split_at(out.len() - TAIL);
+    if tail.iter().any(|&v| !verify::is_poison(dtype, v)) {
+        return Err(format!("wrote past D ({})", ran.describe()).into());
+    }
+    let c = t.c.as_ref().map_or(Vec::new(), |c| c.values.clone());
+    let reference: Vec<f64> = verify::reference_conv2d(&problem, &t.a.values, &t.b.values, &c, case.scalars)
+        .into_iter()
+        .map(|v| verify::round_to(dtype, v))
+        .collect();
+    let error = verify::relative_error(body, &reference);
+    let tolerance = match dtype {
+        DType::Bf16 => 1e-2,
+        DType::F16 => 2e-3,
+        _ => 1e-5,
+    };
+    if error > tolerance {
+        return Err(format!(
+            "relative error {error:.3e} > {tolerance:.0e} ({})",
+            ran.describe()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Dispatch tests: each kind and type over 1×1 (the GEMM route) and other filters.
+fn dispatch_cases() -> Vec<(String, GpuTest)> {
+    let mut out: Vec<(String, GpuTest)> = Vec::new();
+    let kinds = [ConvKind::Fprop, ConvKind::Dgrad, ConvKind::Wgrad];
+    for dtype in [DType::F16, DType::Bf16] {
+        for kind in kinds {
+            let mut beta = Case::new([2, 9, 7, 24], [40, 3, 3]).pad(1);
+            beta.scalars = (0.5, 1.25);
+            let mut beta_1x1 = Case::new([3, 7, 5, 32], [48, 1, 1]);
+            beta_1x1.scalars = (2.0, -0.5);
+            let stride2 = if kind == ConvKind::Dgrad {
+                None
+            } else {
+                Some(Case::new([2, 15, 13, 16], [24, 3, 3]).pad(1).stride(2))
+            };
+            let list = [
+                ("1x1", Some(Case::new([4, 14, 14, 64], [128, 1, 1])), false),
+                ("1x1_as_gemm", Some(Case::new([4, 14, 14, 64], [128, 1, 1])), true),
+                (
+                    "1x1_ragged_as_gemm",
+                    Some(Case::new([3, 5, 7, 40], [72, 1, 1])),
+                    true,
+                ),
+                ("1x1_beta_as_gemm", Some(beta_1x1), true),
+                (
+                    "1x1_stride2",
+                    Some(Case::new([2, 8, 8, 32], [64, 1, 1]).stride(2)),
+                    false,
+                ),
+                (
+                    "3x3_pad1",
+                    Some(Case::new([2, 16, 16, 64], [64, 3, 3]).pad(1)),
+                    false,
+                ),
+                ("3x3_beta", Some(beta), false),
+                ("3x3_stride2", stride2, false),
+                (
+                    "wide_npq",
+                    Some(Case::new([8, 28, 28, 16], [32, 3, 3]).pad(1)),
+                    false,
+                ),
+            ];
+            for (name, case, gemm) in list {
+                let Some(case) = case else { continue };
+                out.push((
+                    format!("dispatch::{}_{dtype}_{name}", kind.manifest_name()),
+                    Box::new(move |ctx: &Arc<CudaContext>| dispatched(ctx, kind, dtype, case, gemm)),
+                ));
+            }
+        }
+    }
+    out.push((
+        "dispatch::fprop_f32_3x3".into(),
+        Box::new(|ctx: &Arc<CudaContext>| {
+            dispatched(
+                ctx,
+                ConvKind::Fprop,
+                DType::F32,
+                Case::new([2, 9, 9, 8], [16, 3, 3]).pad(1),
+                false,
+            )
+        }),
+    ));
+    out
+}
+
+/// The typed dispatch path, and its refusals: split-K is dispatch's choice; a wrong output shape
+/// says the right one.
+fn typed_dispatch(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use cutlass_aot::conv::dispatch::{self, Fprop};
+    use cutlass_aot::conv::{Conv2d, TensorMut, TensorRef};
+    use half::bf16;
+    let stream = ctx.default_stream();
+    let (n, h, w, c, k) = (2, 12, 12, 32, 40);
+    let (p, q) = Conv2d::<Fprop<bf16>>::output_size([n, h, w, c], [k, 3, 3], [1, 1], [1, 1], [1, 1])
+        .map_err(|e| e.to_string())?;
+    let x_host = verify::random_values(DType::Bf16, n * h * w * c, 5);
+    let w_host = verify::random_values(DType::Bf16, k * 9 * c, 6);
+    let to_bf16 = |v: &[f64]| v.iter().map(|&x| bf16::from_f64(x)).collect::<Vec<_>>();
+    let x = stream.clone_htod(&to_bf16(&x_host)).map_err(|e| e.to_string())?;
+    let wt = stream.clone_htod(&to_bf16(&w_host)).map_err(|e| e.to_string())?;
+    let mut y = stream
+        .alloc_zeros::<bf16>(n * p * q * k)
+        .map_err(|e| e.to_string())?;
+    type Slice = cudarc::driver::CudaSlice<bf16>;
+    fn args<'a>(
+        x: &'a Slice,
+        wt: &'a Slice,
+        y: &'a mut Slice,
+        [n, h, w, c, k, p, q]: [usize; 7],
+    ) -> Conv2d<'a, Fprop<bf16>> {
+        Conv2d::new(
+            TensorRef::new(x, [n, h, w, c]),
+            TensorRef::new(wt, [k, 3, 3, c]),
+            TensorMut::new(y, [n, p, q, k]),
+            1.0,
+        )
+        .padding(1, 1)
+    }
+    let dims = [n, h, w, c, k, p, q];
+    dispatch::run(&stream, args(&x, &wt, &mut y, dims)).map_err(|e| e.to_string())?;
+    let out: Vec<f64> = stream
+        .clone_dtoh(&y)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    let problem = Conv2dProblem::new(
+        ConvKind::Fprop,
+        [n, h, w, c],
+        [k, 3, 3],
+        (DType::Bf16, DType::Bf16, DType::Bf16),
+    )
+    .padding(1, 1);
+    let reference: Vec<f64> = verify::reference_conv2d(&problem, &x_host, &w_host, &[], (1.0, 0.0))
+        .into_iter()
+        .map(|v| verify::round_to(DType::Bf16, v))
+        .collect();
+    let error = verify::relative_error(&out, &reference);
+    if error > 1e-2 {
+        return Err(format!("typed dispatch: relative error {error:.3e}").into());
+    }
+    let err = dispatch::run(&stream, args(&x, &wt, &mut y, dims).split_k(4))
+        .err()
+        .ok_or("split_k 4 was accepted")?;
+    if !err.to_string().contains("dispatch chooses split-K") {
+        return Err(format!("the split-K refusal does not say why: {err}").into());
+    }
+    let mut short = stream
+        .alloc_zeros::<bf16>(n * p * q * k - 1)
+        .map_err(|e| e.to_string())?;
+    let err = dispatch::run(&stream, args(&x, &wt, &mut short, dims))
+        .err()
+        .ok_or("a short output buffer was accepted")?;
+    if !err.to_string().contains("buffer") {
+        return Err(format!("the short-buffer error does not say so: {err}").into());
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let gpu: Result<Arc<CudaContext>, String> = device::context(0).map_err(|e| e.to_string());
@@ -458,5 +681,9 @@ fn main() {
         }
     }
     add("typed::fprop_f16_stride2".into(), Box::new(typed));
+    for (name, body) in dispatch_cases() {
+        add(name, body);
+    }
+    add("dispatch::typed_bf16".into(), Box::new(typed_dispatch));
     libtest_mimic::run(&args, trials).exit();
 }

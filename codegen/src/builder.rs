@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::compile::{self, CompileStats, JobLimiter, NvccSetup};
+use crate::conv_dispatch_table;
 use crate::dispatch_table;
 use crate::emit_cpp;
 use crate::emit_rust::{self, UnitImage};
@@ -62,6 +63,10 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
     (
         "cutlass_aot/conv_3x.cuh",
         include_str!("../../cutlass_glue/include/cutlass_aot/conv_3x.cuh"),
+    ),
+    (
+        "cutlass_aot/conv_3x_cooperative.hpp",
+        include_str!("../../cutlass_glue/include/cutlass_aot/conv_3x_cooperative.hpp"),
     ),
     (
         "cutlass_aot/support.cuh",
@@ -239,6 +244,9 @@ impl Builder {
             println!("cargo:rerun-if-changed={}", path.display());
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| BuildError::Io(format!("reading the dispatch table {}: {e}", path.display())))?;
+            if conv_dispatch_table::is_conv_table(&text) {
+                continue;
+            }
             let table = match dispatch_table::parse(&text, &path.display().to_string(), kernels) {
                 Ok(table) => table,
                 Err(e) => {
@@ -277,6 +285,48 @@ impl Builder {
         } else {
             Err(BuildError::Io(format!(
                 "invalid dispatch table:\n{}",
+                errors.join("\n")
+            )))
+        }
+    }
+
+    /// The conv tables among the dispatch table files (those whose first line is
+    /// [`conv_dispatch_table::HEADER`]), parsed against `kernels`.
+    fn read_conv_dispatch_tables(
+        &self,
+        kernels: &[crate::model::GemmKernel],
+    ) -> Result<Vec<conv_dispatch_table::Table>, BuildError> {
+        let has_conv_kernels = kernels.iter().any(|k| k.conv_kind().is_some());
+        let mut tables = Vec::new();
+        let mut errors = Vec::new();
+        for path in self.dispatch_table_files()? {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| BuildError::Io(format!("reading the dispatch table {}: {e}", path.display())))?;
+            if !conv_dispatch_table::is_conv_table(&text) {
+                continue;
+            }
+            match conv_dispatch_table::parse(&text, &path.display().to_string(), kernels) {
+                Ok(table) => {
+                    // Without conv kernels (the family is a cargo feature) every row is unknown:
+                    // nothing to warn about.
+                    if has_conv_kernels && !table.unknown_kernels.is_empty() {
+                        println!(
+                            "cargo:warning=cutlass-aot: {} row(s) of {} name kernels the manifest does not have and were dropped (re-run conv_bench): {}",
+                            table.unknown_kernels.len(),
+                            path.display(),
+                            table.unknown_kernels.join(", ")
+                        );
+                    }
+                    tables.push(table);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() {
+            Ok(tables)
+        } else {
+            Err(BuildError::Io(format!(
+                "invalid conv dispatch table:\n{}",
                 errors.join("\n")
             )))
         }
@@ -401,7 +451,8 @@ impl Builder {
             .file_name()
             .map_or_else(|| "manifest".into(), |n| n.to_string_lossy().into_owned());
         let dispatch = self.read_dispatch_tables(&kernels)?;
-        let rust = emit_rust::generate(&label, &images, &kernels, &dispatch)
+        let conv_dispatch = self.read_conv_dispatch_tables(&kernels)?;
+        let rust = emit_rust::generate(&label, &images, &kernels, &dispatch, &conv_dispatch)
             .map_err(|e| BuildError::Generate(e.to_string()))?;
         let rust_file = work.join("kernels.rs");
         write_if_changed(&rust_file, rust.as_bytes()).map_err(|e| io("writing kernels.rs", e))?;

@@ -94,33 +94,64 @@ pub struct Table {
 
 /// Parses `text` (labelled `label` in errors) against `kernels`.
 pub fn parse(text: &str, label: &str, kernels: &[GemmKernel]) -> Result<Table, String> {
-    let mut table = Table::default();
+    let lines = parse_lines(text, label, 8, |line| parse_row(line, kernels))?;
+    Ok(Table {
+        device: lines.device,
+        date: lines.date,
+        rows: lines.rows,
+        unknown_kernels: lines.unknown_kernels,
+    })
+}
+
+/// A measured table's lines: `# device:` and `# date:` headers, rows, and the kernel names of rows
+/// whose kernel the manifest lacks.
+pub(crate) struct Lines<R> {
+    pub device: String,
+    pub date: String,
+    pub rows: Vec<R>,
+    pub unknown_kernels: Vec<String>,
+}
+
+/// Reads the header comments and parses each other non-empty line with `row` (`Ok(None)`: its
+/// kernel, tab-separated field `kernel_field`, is unknown). Every malformed row is reported, each
+/// with `label` and its line number. Shared by the GEMM and conv tables.
+pub(crate) fn parse_lines<R>(
+    text: &str,
+    label: &str,
+    kernel_field: usize,
+    row: impl Fn(&str) -> Result<Option<R>, String>,
+) -> Result<Lines<R>, String> {
+    let mut lines = Lines {
+        device: String::new(),
+        date: String::new(),
+        rows: Vec::new(),
+        unknown_kernels: Vec::new(),
+    };
     let mut errors = Vec::new();
     for (index, line) in text.lines().enumerate() {
-        let line_no = index + 1;
         let line = line.trim_end_matches('\r');
         if let Some(comment) = line.strip_prefix('#') {
             let comment = comment.trim();
             if let Some(device) = comment.strip_prefix("device:") {
-                table.device = device.trim().to_string();
+                lines.device = device.trim().to_string();
             } else if let Some(date) = comment.strip_prefix("date:") {
-                table.date = date.trim().to_string();
+                lines.date = date.trim().to_string();
             }
             continue;
         }
         if line.trim().is_empty() {
             continue;
         }
-        match parse_row(line, kernels) {
-            Ok(Some(row)) => table.rows.push(row),
-            Ok(None) => table
+        match row(line) {
+            Ok(Some(parsed)) => lines.rows.push(parsed),
+            Ok(None) => lines
                 .unknown_kernels
-                .push(line.split('\t').nth(8).unwrap_or("").to_string()),
-            Err(message) => errors.push(format!("{label}:{line_no}: {message}")),
+                .push(line.split('\t').nth(kernel_field).unwrap_or("").to_string()),
+            Err(message) => errors.push(format!("{label}:{}: {message}", index + 1)),
         }
     }
     if errors.is_empty() {
-        Ok(table)
+        Ok(lines)
     } else {
         Err(errors.join("\n"))
     }

@@ -16,6 +16,7 @@ use std::ffi::{c_void, CStr};
 
 use cudarc::driver::CudaStream;
 
+pub mod dispatch;
 mod problem;
 mod tensor;
 
@@ -26,14 +27,17 @@ use crate::abi;
 use crate::device;
 use crate::error::Error;
 use crate::kernel::{HostCode, KernelInfo};
-use crate::model::{Api, ConvKind};
+use crate::model::{Api, ConvKind, DType};
 use crate::params::{run_prepare, PrepareFn, Prepared};
 use crate::types::{Element, Scalar};
 use crate::workspace::{Scratch, Workspace};
 
-/// A compiled conv kernel as a type (implemented by generated code, one type per kernel): its
-/// tensors' element types and layouts, in the roles of its [`ConvKind`].
-pub trait ConvKernel {
+/// The operand types of a convolution: which of fprop, dgrad and wgrad it is, its tensors'
+/// element types and layouts in the roles of that [`ConvKind`], and the type of alpha and beta.
+/// Implemented by every generated conv kernel and by the dispatch markers ([`dispatch::Fprop`],
+/// [`dispatch::Dgrad`], [`dispatch::Wgrad`]), so that one [`Conv2d`] builder serves both paths.
+pub trait ConvTypes {
+    const KIND: ConvKind;
     type A: Element;
     type B: Element;
     /// Element of C and D.
@@ -43,6 +47,10 @@ pub trait ConvKernel {
     type LayoutC: TensorLayout;
     /// Type of alpha and beta (the epilogue's compute type).
     type Scalar: Scalar;
+}
+
+/// A compiled conv kernel as a type (implemented by generated code, one type per kernel).
+pub trait ConvKernel: ConvTypes {
     fn info() -> &'static KernelInfo;
 }
 
@@ -77,7 +85,7 @@ impl Default for ConvGeometry {
 
 /// `D = alpha · conv(A, B) + beta · C` for kernel `K` (fprop: y from x and w; dgrad: dx from dy
 /// and w; wgrad: dw from dy and x). Without C, beta must be zero (C is then not read).
-pub struct Conv2d<'a, K: ConvKernel> {
+pub struct Conv2d<'a, K: ConvTypes> {
     pub a: TensorRef<'a, K::A, K::LayoutA>,
     pub b: TensorRef<'a, K::B, K::LayoutB>,
     pub c: Option<TensorRef<'a, K::C, K::LayoutC>>,
@@ -92,7 +100,7 @@ pub struct Conv2d<'a, K: ConvKernel> {
     pub activation_arg: f64,
 }
 
-impl<'a, K: ConvKernel> Conv2d<'a, K> {
+impl<'a, K: ConvTypes> Conv2d<'a, K> {
     /// D = alpha · conv(A, B): no padding, unit stride and dilation, cross-correlation (PyTorch's
     /// `conv2d`), beta = 0.
     pub fn new(
@@ -164,15 +172,12 @@ impl<'a, K: ConvKernel> Conv2d<'a, K> {
         stride: [usize; 2],
         dilation: [usize; 2],
     ) -> Result<(usize, usize), Error> {
-        let kind = K::info().operation.conv().map_or(ConvKind::Fprop, |c| c.kind);
-        let g = K::info().gemm();
-        let problem = Conv2dProblem::new(kind, activation, filter, (g.a.element, g.b.element, g.c.element))
+        let elements = (K::A::DTYPE, K::B::DTYPE, K::C::DTYPE);
+        let problem = Conv2dProblem::new(K::KIND, activation, filter, elements)
             .padding(pad[0], pad[1])
             .stride(stride[0], stride[1])
             .dilation(dilation[0], dilation[1]);
-        problem
-            .output_size()
-            .map_err(|m| Error::invalid(K::info().name, m))
+        problem.output_size().map_err(|m| Error::invalid("conv2d", m))
     }
 }
 
@@ -194,6 +199,20 @@ pub struct ConvOperands {
 /// Checks `args` against kernel `K`, builds its Params and launches it on `stream`.
 /// Stream-ordered; nothing is synchronised. On any error nothing is launched.
 pub fn launch<K: ConvKernel>(stream: &CudaStream, args: Conv2d<'_, K>) -> Result<(), Error> {
+    with_operands(stream, args, |operands| {
+        // SAFETY: every address comes from a live cudarc buffer of the stated length and element
+        // type (the types are K's, enforced by the signature).
+        unsafe { launch_raw(K::info(), stream, operands, None) }
+    })
+}
+
+/// Runs `body` on the untyped operands of `args`: device addresses taken on `stream` (so cudarc
+/// orders the work after earlier work on these buffers), held until `body` has enqueued its work.
+pub(crate) fn with_operands<K: ConvTypes, R>(
+    stream: &CudaStream,
+    args: Conv2d<'_, K>,
+    body: impl FnOnce(&ConvOperands) -> Result<R, Error>,
+) -> Result<R, Error> {
     let Conv2d {
         a,
         b,
@@ -205,8 +224,7 @@ pub fn launch<K: ConvKernel>(stream: &CudaStream, args: Conv2d<'_, K>) -> Result
         split_k_slices,
         activation_arg,
     } = args;
-    // Pointers are taken with the stream so that cudarc orders the launch after earlier work on
-    // these buffers; the guards record completion events when dropped, after the launch.
+    // The guards record completion events when dropped, after the launch.
     let (ptr_a, _guard_a) = a.buffer.device_ptr(stream);
     let (ptr_b, _guard_b) = b.buffer.device_ptr(stream);
     let c_ptr = c.as_ref().map(|c| c.buffer.device_ptr(stream));
@@ -226,9 +244,7 @@ pub fn launch<K: ConvKernel>(stream: &CudaStream, args: Conv2d<'_, K>) -> Result
         split_k_slices,
         activation_arg,
     };
-    // SAFETY: every address comes from a live cudarc buffer of the stated length and element type
-    // (the types are K's, enforced by the signature).
-    unsafe { launch_raw(K::info(), stream, &operands, None) }
+    body(&operands)
 }
 
 /// Launches conv kernel `info` on `stream` with untyped operands, after the same checks as the
@@ -346,10 +362,22 @@ pub fn problem_of(info: &'static KernelInfo, ops: &ConvOperands) -> Result<Conv2
             format!("this is a {} kernel, not a convolution", info.operation.kind()),
         )
     })?;
-    let fail = |m: String| Error::invalid(info.name, m);
-    let names = problem::role_names(conv.kind);
+    let g = info.gemm();
+    problem_from(info.name, conv.kind, (g.a.element, g.b.element, g.c.element), ops)
+}
+
+/// [`problem_of`] for a convolution of `kind` over `elements` (A, B, C in the kind's roles);
+/// errors name `who`.
+pub(crate) fn problem_from(
+    who: &'static str,
+    kind: ConvKind,
+    elements: (DType, DType, DType),
+    ops: &ConvOperands,
+) -> Result<Conv2dProblem, Error> {
+    let fail = |m: String| Error::invalid(who, m);
+    let names = problem::role_names(kind);
     // Which tensor is the activation, the filter, the output.
-    let (activation, filter, output) = match conv.kind {
+    let (activation, filter, output) = match kind {
         ConvKind::Fprop => (ops.a.dims, ops.b.dims, ops.d.dims),
         ConvKind::Dgrad => (ops.d.dims, ops.b.dims, ops.a.dims),
         ConvKind::Wgrad => (ops.b.dims, ops.d.dims, ops.a.dims),
@@ -372,13 +400,7 @@ pub fn problem_of(info: &'static KernelInfo, ops: &ConvOperands) -> Result<Conv2
             "the activation has {c} channels (NHWC {activation:?}) but the filter has {filter_c} (KRSC {filter:?}); they must match"
         )));
     }
-    let g = info.gemm();
-    let mut problem = Conv2dProblem::new(
-        conv.kind,
-        activation,
-        [k, r, s],
-        (g.a.element, g.b.element, g.c.element),
-    );
+    let mut problem = Conv2dProblem::new(kind, activation, [k, r, s], elements);
     problem.pad = ops.geometry.pad;
     problem.stride = ops.geometry.stride;
     problem.dilation = ops.geometry.dilation;

@@ -124,8 +124,8 @@ pub enum Choice {
 ///   carry over between Hopper parts, only memory bandwidth differs.
 /// * Otherwise (an Ampere or Ada GPU without a measured table) none: dispatch uses its heuristic,
 ///   because times measured on another architecture rank the kernels wrongly.
-pub fn table_for<'t>(tables: &'t [Table], device: &str, compute_capability: u32) -> Option<&'t Table> {
-    if let Some(exact) = tables.iter().find(|t| t.device == device) {
+pub fn table_for<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Option<&'t T> {
+    if let Some(exact) = tables.iter().find(|t| t.device() == device) {
         return Some(exact);
     }
     let model = |name: &str| {
@@ -136,22 +136,35 @@ pub fn table_for<'t>(tables: &'t [Table], device: &str, compute_capability: u32)
     if let Some(wanted) = model(device) {
         if let Some(same_model) = tables
             .iter()
-            .find(|t| model(t.device).as_deref() == Some(wanted.as_str()))
+            .find(|t| model(t.device()).as_deref() == Some(wanted.as_str()))
         {
             return Some(same_model);
         }
     }
     if compute_capability == 90 {
-        let hopper = |t: &&Table| {
+        let hopper = |t: &&T| {
             ["H100", "H200", "H800", "H20", "GH200"]
                 .iter()
-                .any(|m| model(t.device).as_deref() == Some(m))
+                .any(|m| model(t.device()).as_deref() == Some(m))
         };
-        let mut hoppers: Vec<&Table> = tables.iter().filter(hopper).collect();
-        hoppers.sort_by_key(|t| !t.device.contains("H100"));
+        let mut hoppers: Vec<&T> = tables.iter().filter(hopper).collect();
+        hoppers.sort_by_key(|t| !t.device().contains("H100"));
         return hoppers.first().copied();
     }
     None
+}
+
+/// A table measured on one device ([`Table`], and conv's `conv::dispatch::Table`), for
+/// [`table_for`].
+pub trait MeasuredOn {
+    /// The device's name as the driver reports it ("" for none).
+    fn device(&self) -> &str;
+}
+
+impl MeasuredOn for Table {
+    fn device(&self) -> &str {
+        self.device
+    }
 }
 
 /// The empty table (dispatch by heuristic only).

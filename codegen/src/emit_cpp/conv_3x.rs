@@ -1,9 +1,11 @@
-//! CUTLASS 3.x implicit-GEMM conv2d for sm_90a (`cutlass::conv::kernel::ConvUniversal` from the
-//! conv collective builder, schedule `KernelImplicitTmaWarpSpecializedSm90`, CUTLASS 4.2's only
-//! one for convolutions): the C++ of one kernel, for `cutlass_aot/conv_3x.cuh`.
+//! CUTLASS 3.x implicit-GEMM conv2d for sm_90a: the C++ of one kernel, for `cutlass_aot/conv_3x.cuh`.
+//! `schedule: auto | warpspecialized` is CUTLASS 4.2's own (`cutlass::conv::kernel::ConvUniversal`
+//! from the conv collective builder, schedule `KernelImplicitTmaWarpSpecializedSm90`: one consumer
+//! warpgroup, not persistent); `schedule: cooperative` is ours (`cutlass_aot/conv_3x_cooperative.hpp`:
+//! CUTLASS's conv collective under its persistent cooperative GEMM kernel, two consumer warpgroups).
 
 use super::gemm_3x::fusion_operation_3x;
-use crate::model::{ConvKind, GemmKernel};
+use crate::model::{ConvKind, GemmKernel, KernelSchedule};
 
 pub(super) fn kernel_source(k: &GemmKernel) -> String {
     let kind = k.conv_kind().expect("conv emitter called for a conv kernel");
@@ -27,6 +29,38 @@ pub(super) fn kernel_source(k: &GemmKernel) -> String {
         format!("cutlass::conv::collective::StageCount<{}>", k.stages)
     };
     let fusion = fusion_operation_3x(k).map_or(String::new(), |f| format!(",\n    {f}"));
+    let op = kind.cutlass_operator();
+    let (ea, eb, eacc) = (
+        k.element_a.cutlass_type(),
+        k.element_b.cutlass_type(),
+        k.element_accumulator.cutlass_type(),
+    );
+    let (align_a, align_b) = (k.alignment_a, k.alignment_b);
+    let (epilogue_schedule, mainloop, kernel) = if k.schedule == KernelSchedule::Cooperative {
+        (
+            "cutlass::epilogue::TmaWarpSpecializedCooperative",
+            format!(
+                "typename cutlass_aot::conv_3x::CooperativeConvMainloop<\n    \
+                 {op}, {ea}, {align_a}, {eb}, {align_b}, {eacc}, TileShape, ClusterShape,\n    \
+                 {stages}>::CollectiveOp"
+            ),
+            "cutlass_aot::conv_3x::ConvCooperative<ProblemShape, CollectiveMainloop, CollectiveEpilogue, void>",
+        )
+    } else {
+        (
+            "cutlass::epilogue::TmaWarpSpecialized",
+            format!(
+                "typename cutlass::conv::collective::CollectiveBuilder<\n    \
+                 cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, {op},\n    \
+                 {ea}, cutlass::layout::TensorNHWC, {align_a},\n    \
+                 {eb}, cutlass::layout::TensorNHWC, {align_b},\n    \
+                 {eacc}, TileShape, ClusterShape,\n    \
+                 {stages},\n    \
+                 cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp"
+            ),
+            "cutlass::conv::kernel::ConvUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue, void>",
+        )
+    };
     format!(
         "// {origin}\n\
          namespace {name}_types {{\n\
@@ -37,16 +71,10 @@ pub(super) fn kernel_source(k: &GemmKernel) -> String {
          cutlass::epilogue::collective::EpilogueTileAuto, {eacc}, {eepi},\n    \
          {ec}, {layout_cd}, {align_c},\n    \
          {ec}, {layout_cd}, {align_c},\n    \
-         cutlass::epilogue::TmaWarpSpecialized{fusion}>::CollectiveOp;\n\
-         using CollectiveMainloop = typename cutlass::conv::collective::CollectiveBuilder<\n    \
-         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, {op},\n    \
-         {ea}, cutlass::layout::TensorNHWC, {align_a},\n    \
-         {eb}, cutlass::layout::TensorNHWC, {align_b},\n    \
-         {eacc}, TileShape, ClusterShape,\n    \
-         {stages},\n    \
-         cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp;\n\
+         {epilogue_schedule}{fusion}>::CollectiveOp;\n\
+         using CollectiveMainloop = {mainloop};\n\
          using ProblemShape = cutlass::conv::ConvProblemShape<{op}, 2>;\n\
-         using Kernel = cutlass::conv::kernel::ConvUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue, void>;\n\
+         using Kernel = {kernel};\n\
          }} // namespace {name}_types\n\
          CUTLASS_AOT_CONV_3X({name}, {name}_types::Kernel)\n",
         origin = k.origin,
@@ -56,14 +84,8 @@ pub(super) fn kernel_source(k: &GemmKernel) -> String {
         cm = c.m,
         cn = c.n,
         ck = c.k,
-        eacc = k.element_accumulator.cutlass_type(),
         eepi = k.element_epilogue.cutlass_type(),
         ec = k.element_c.cutlass_type(),
         align_c = k.alignment_c,
-        op = kind.cutlass_operator(),
-        ea = k.element_a.cutlass_type(),
-        eb = k.element_b.cutlass_type(),
-        align_a = k.alignment_a,
-        align_b = k.alignment_b,
     )
 }

@@ -116,6 +116,7 @@ const CONV_3X: Emitter = Emitter {
         "cutlass_aot/gemm_3x.cuh",
         "cutlass_aot/abi_conv.h",
         "cutlass_aot/conv_3x.cuh",
+        "cutlass_aot/conv_3x_cooperative.hpp",
     ],
     kernel: conv_3x::kernel_source,
 };

@@ -2027,3 +2027,5 @@ pub static DISPATCH: ::cutlass_aot::dispatch::Table = ::cutlass_aot::dispatch::T
     DISPATCH_TABLES[0].date,
     DISPATCH_TABLES[0].entries,
 );
+/// The measured conv dispatch tables embedded by the build, one per device.
+pub static CONV_DISPATCH_TABLES: &[::cutlass_aot::conv::dispatch::Table] = &[];

@@ -3,14 +3,15 @@
  * `prepare` function of a kernel. Compiled twice like gemm_3x.cuh, whose TMA tiled-encode hook,
  * thread-local error capture and RecordingAdapter this header reuses.
  *
- * CUTLASS_AOT_CONV_3X(NAME, KERNEL): KERNEL is a `cutlass::conv::kernel::ConvUniversal` over
- * `cutlass::conv::ConvProblemShape<ConvOp, 2>` with a mainloop from
+ * CUTLASS_AOT_CONV_3X(NAME, KERNEL): KERNEL is either a `cutlass::conv::kernel::ConvUniversal`
+ * over `cutlass::conv::ConvProblemShape<ConvOp, 2>` with a mainloop from
  * `cutlass::conv::collective::CollectiveBuilder` (schedule `KernelImplicitTmaWarpSpecializedSm90`,
  * the only one CUTLASS 4.2 has for sm90 convolutions: its Cooperative and Pingpong tags exist but
- * the dispatch policy static_asserts on them). `NAME_prepare` takes `cutlass_aot_conv2d_args`
- * (abi_conv.h). In CUTLASS 4.2 the sm90 ConvUniversal *is* the non-persistent warp-specialized
- * GemmUniversal (one producer and one consumer warpgroup, 256 threads, no workspace, no tile
- * scheduler arguments).
+ * the dispatch policy static_asserts on them), or our persistent cooperative
+ * `cutlass_aot::conv_3x::ConvCooperative` (conv_3x_cooperative.hpp), which has the same interface.
+ * `NAME_prepare` takes `cutlass_aot_conv2d_args` (abi_conv.h). In CUTLASS 4.2 the sm90
+ * ConvUniversal *is* the non-persistent warp-specialized GemmUniversal (one producer and one
+ * consumer warpgroup, 256 threads, no workspace, no tile scheduler arguments).
  *
  * The activation operand (A for fprop and dgrad, B for wgrad) is loaded by TMA in im2col mode:
  * CUTLASS encodes its descriptor with the driver's cuTensorMapEncodeIm2col, routed here to
@@ -70,6 +71,8 @@ inline CUresult encode_im2col(CUtensorMap *map, CUtensorMapDataType type, cuuint
 #include <cutlass/conv/dispatch_policy.hpp>
 #include <cutlass/conv/kernel/conv_universal.hpp>
 #include <cutlass/util/packed_stride.hpp>
+
+#include "cutlass_aot/conv_3x_cooperative.hpp"
 
 namespace cutlass_aot {
 

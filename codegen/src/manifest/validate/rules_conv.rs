@@ -106,15 +106,26 @@ fn check_3x(k: &GemmKernel, kind: ConvKind, out: &mut Vec<Finding>) {
             ),
         ));
     }
-    if !matches!(k.schedule, KernelSchedule::Auto | KernelSchedule::WarpSpecialized) {
-        out.push((
+    match k.schedule {
+        KernelSchedule::Auto | KernelSchedule::WarpSpecialized => {}
+        // Ours (conv_3x_cooperative.hpp): its two consumer warpgroups split the tile's M.
+        KernelSchedule::Cooperative if k.tile.m % 128 == 0 => {}
+        KernelSchedule::Cooperative => out.push((
+            "tile",
+            format!(
+                "a cooperative conv kernel splits the tile's M over two warpgroups of 64 rows: M = {} must be a \
+                 multiple of 128",
+                k.tile.m
+            ),
+        )),
+        KernelSchedule::Pingpong => out.push((
             "schedule",
             format!(
-                "{} is not supported for convolutions (CUTLASS 4.2 has no persistent conv kernels); allowed: \
-                 auto, warpspecialized",
+                "{} is not supported for convolutions; allowed: auto, warpspecialized (CUTLASS's), cooperative \
+                 (persistent, two consumer warpgroups)",
                 k.schedule
             ),
-        ));
+        )),
     }
     if k.tile_scheduler != TileScheduler::Persistent {
         out.push((

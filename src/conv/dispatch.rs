@@ -1,0 +1,632 @@
+//! Conv dispatch: given a convolution, the fastest compiled way to run it, without naming a kernel.
+//!
+//! Two sources, in order:
+//! 1. **A measured table** ([`Table`], `bench/dispatch/conv_*.tsv`, written by
+//!    `examples/conv_bench.rs --dispatch-out`): for each measured problem the fastest verified way
+//!    to run it and its split-K. A problem takes the entry of the nearest measured problem of its
+//!    kind and types (distance: sum of |log2| ratios of the implicit GEMM's M, N, K, the filter's
+//!    taps and the stride) that can run it. An entry's kernel is a conv kernel, or a **GEMM
+//!    kernel**: a 1×1 filter at unit stride without padding is a plain matrix product over the
+//!    channels-last tensors as they lie (fprop: `y[NHW×K] = x[NHW×C] · w[K×C]ᵀ`; dgrad:
+//!    `dx[NHW×C] = dy[NHW×K] · w[K×C]`; wgrad: `dw[K×C] = dy[NHW×K]ᵀ · x[NHW×C]`, see
+//!    [`as_gemm`]), and the benchmark times the GEMM kernels on it beside the conv kernels; such an
+//!    entry only serves problems that are such products.
+//! 2. **A heuristic** where the table has nothing: among the plain conv kernels that support the
+//!    problem, the lowest estimated time — waves of output tiles (times split-K slices for CUTLASS
+//!    2.x kernels) over the SMs, each a tile's multiply-adds with a per-tile penalty, CUTLASS 2.x
+//!    kernels at 65 % of a Hopper kernel's rate and analytic iterators at 75 % of the others'.
+//!
+//! The typed entry point is [`run`] with a [`Conv2d`] over the markers [`Fprop`], [`Dgrad`] and
+//! [`Wgrad`]; [`launch_raw`] takes untyped operands. Decisions are remembered per problem.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::Mutex;
+
+use cudarc::driver::CudaStream;
+
+use super::{problem_from, Conv2d, Conv2dProblem, ConvOperands, ConvTypes, Krsc, Nhwc, Npqk, TensorOperand};
+use crate::device::DeviceProps;
+use crate::dispatch::{self as gemm_dispatch, Signature};
+use crate::error::Error;
+use crate::gemm::{GemmOperands, Operand};
+use crate::kernel::KernelInfo;
+use crate::matrix::MatrixShape;
+use crate::model::{Api, ConvKind, DType, IteratorAlgorithm, Layout, MathOp, SplitK};
+use crate::registry::Registry;
+use crate::types::Element;
+use crate::workspace::Workspace;
+
+/// Forward convolution `y = conv2d(x, w)` of `T` tensors with an `O` output, for [`run`].
+pub struct Fprop<T, O = T>(PhantomData<(T, O)>);
+/// Data gradient `dx = conv_dgrad(dy, w)` of `T` tensors with an `O` output, for [`run`].
+pub struct Dgrad<T, O = T>(PhantomData<(T, O)>);
+/// Filter gradient `dw = conv_wgrad(dy, x)` of `T` tensors with an `O` output, for [`run`].
+pub struct Wgrad<T, O = T>(PhantomData<(T, O)>);
+
+impl<T: Element, O: Element> ConvTypes for Fprop<T, O> {
+    const KIND: ConvKind = ConvKind::Fprop;
+    type A = T;
+    type B = T;
+    type C = O;
+    type LayoutA = Nhwc;
+    type LayoutB = Krsc;
+    type LayoutC = Npqk;
+    type Scalar = f64;
+}
+
+impl<T: Element, O: Element> ConvTypes for Dgrad<T, O> {
+    const KIND: ConvKind = ConvKind::Dgrad;
+    type A = T;
+    type B = T;
+    type C = O;
+    type LayoutA = Npqk;
+    type LayoutB = Krsc;
+    type LayoutC = Nhwc;
+    type Scalar = f64;
+}
+
+impl<T: Element, O: Element> ConvTypes for Wgrad<T, O> {
+    const KIND: ConvKind = ConvKind::Wgrad;
+    type A = T;
+    type B = T;
+    type C = O;
+    type LayoutA = Npqk;
+    type LayoutB = Nhwc;
+    type LayoutC = Krsc;
+    type Scalar = f64;
+}
+
+/// Kind and element types of a convolution (A, B, C/D in the roles of the kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConvSignature {
+    pub kind: ConvKind,
+    pub elements: (DType, DType, DType),
+}
+
+/// One measured row: the fastest verified kernel and split-K of one conv problem.
+#[derive(Debug)]
+pub struct Entry {
+    pub signature: ConvSignature,
+    /// Activation `[n, h, w, c]` and filter `[k, r, s]` extents.
+    pub activation: [usize; 4],
+    pub filter: [usize; 3],
+    pub pad: [usize; 2],
+    pub stride: [usize; 2],
+    pub dilation: [usize; 2],
+    /// A conv kernel of the entry's kind and types, or a GEMM kernel that runs the problem as a
+    /// matrix product ([`as_gemm`]).
+    pub kernel: &'static KernelInfo,
+    pub split_k: usize,
+    /// Its measured time, microseconds.
+    pub us: f64,
+}
+
+impl Entry {
+    fn problem(&self) -> Conv2dProblem {
+        let [k, r, s] = self.filter;
+        Conv2dProblem::new(
+            self.signature.kind,
+            self.activation,
+            [k, r, s],
+            self.signature.elements,
+        )
+        .padding(self.pad[0], self.pad[1])
+        .stride(self.stride[0], self.stride[1])
+        .dilation(self.dilation[0], self.dilation[1])
+    }
+}
+
+/// A measured conv dispatch table, as embedded by the build (one per device).
+#[derive(Debug)]
+pub struct Table {
+    pub device: &'static str,
+    pub date: &'static str,
+    pub entries: &'static [Entry],
+}
+
+impl Table {
+    pub const fn new(device: &'static str, date: &'static str, entries: &'static [Entry]) -> Self {
+        Table {
+            device,
+            date,
+            entries,
+        }
+    }
+
+    /// The entry of the nearest measured problem of `problem`'s kind and types whose kernel
+    /// supports it (a GEMM kernel: `operands` viewed as a matrix product), with the split-K to run
+    /// (the entry's, or 1 where the entry's does not fit).
+    pub fn lookup(
+        &self,
+        problem: &Conv2dProblem,
+        operands: &ConvOperands,
+    ) -> Option<(&'static Entry, usize)> {
+        let signature = ConvSignature {
+            kind: problem.kind,
+            elements: problem.elements,
+        };
+        let (m, n, k) = problem.gemm_extent().ok()?;
+        let log_ratio = |a: usize, b: usize| ((a.max(1) as f64) / (b.max(1) as f64)).log2().abs();
+        self.entries
+            .iter()
+            .filter(|e| e.signature == signature)
+            .filter_map(|e| {
+                let slices = [e.split_k, 1]
+                    .into_iter()
+                    .find(|&s| runs(e.kernel, problem, operands, s))?;
+                let measured = e.problem();
+                let (em, en, ek) = measured.gemm_extent().ok()?;
+                let distance = log_ratio(m, em)
+                    + log_ratio(n, en)
+                    + log_ratio(k, ek)
+                    + log_ratio(problem.r * problem.s, e.filter[1] * e.filter[2])
+                    + log_ratio(problem.stride[0] * problem.stride[1], e.stride[0] * e.stride[1]);
+                Some((distance, e, slices))
+            })
+            .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
+            .map(|(_, e, slices)| (e, slices))
+    }
+}
+
+impl gemm_dispatch::MeasuredOn for Table {
+    fn device(&self) -> &str {
+        self.device
+    }
+}
+
+/// Whether `kernel` (conv, or GEMM over [`as_gemm`]'s view) may run `problem` with `slices`.
+fn runs(kernel: &KernelInfo, problem: &Conv2dProblem, operands: &ConvOperands, slices: usize) -> bool {
+    if kernel.operation.conv().is_some() {
+        return allowed(kernel) && kernel.supports(&with_slices(problem, slices)).is_ok();
+    }
+    let Some((signature, gemm)) = as_gemm(problem, operands) else {
+        return false;
+    };
+    let gemm = GemmOperands {
+        split_k_slices: slices,
+        ..gemm
+    };
+    let cc = problem.compute_capability.unwrap_or(90);
+    gemm_dispatch::dispatchable(kernel)
+        && kernel
+            .supports(&gemm_dispatch::problem_of(signature, &gemm, cc))
+            .is_ok()
+}
+
+/// The GEMM kernels of `registry` that may run `problem` (with compute capability and addresses
+/// set) as a matrix product over `operands` with `slices` split-K slices: what the benchmark times
+/// beside the conv kernels. Empty when the problem is not a plain product ([`as_gemm`]).
+pub fn gemm_candidates(
+    registry: &Registry,
+    problem: &Conv2dProblem,
+    operands: &ConvOperands,
+    slices: usize,
+) -> Vec<&'static KernelInfo> {
+    registry
+        .all()
+        .iter()
+        .copied()
+        .filter(|k| k.operation.conv().is_none() && runs(k, problem, operands, slices))
+        .collect()
+}
+
+/// The empty table (heuristic only).
+pub static NO_TABLE: Table = Table::new("", "", &[]);
+
+/// Whether dispatch may pick conv kernel `kernel`: a plain linear-combination epilogue (a fused
+/// activation computes something else), and full accuracy for f32 tensors (no TF32 rounding and
+/// no f16/bf16 rounding of the operands: the caller asked for f32, as GEMM dispatch's default
+/// policy says). Every kernel stays available by name.
+pub fn allowed(kernel: &KernelInfo) -> bool {
+    kernel.operation.conv().is_some()
+        && kernel.is_plain()
+        && !gemm_dispatch::rounds_to_tf32(kernel)
+        && !matches!(
+            kernel.gemm().math,
+            MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16
+        )
+}
+
+fn with_slices(problem: &Conv2dProblem, slices: usize) -> Conv2dProblem {
+    Conv2dProblem {
+        split_k_slices: slices,
+        ..*problem
+    }
+}
+
+/// How a conv kernel was chosen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ConvChoice {
+    /// The measured table's nearest problem: activation `[n, h, w, c]`, filter `[k, r, s]`.
+    Table {
+        activation: [usize; 4],
+        filter: [usize; 3],
+    },
+    Heuristic,
+}
+
+/// What a dispatched convolution ran.
+#[derive(Clone, Debug)]
+pub struct ConvDispatched {
+    /// A conv kernel, or a GEMM kernel that ran the problem as a matrix product ([`as_gemm`]).
+    pub kernel: &'static KernelInfo,
+    pub split_k: usize,
+    pub choice: ConvChoice,
+}
+
+impl ConvDispatched {
+    /// Whether it ran as a matrix product on a GEMM kernel.
+    pub fn as_gemm(&self) -> bool {
+        self.kernel.operation.conv().is_none()
+    }
+
+    /// One line for people: the kernel, the route and why.
+    pub fn describe(&self) -> String {
+        let why = match self.choice {
+            ConvChoice::Table { activation, filter } => {
+                format!("measured table, nearest problem {activation:?} * {filter:?}")
+            }
+            ConvChoice::Heuristic => "heuristic (no measured entry for this kind and types)".into(),
+        };
+        let route = if self.as_gemm() { "; as a GEMM" } else { "" };
+        let split = if self.split_k > 1 {
+            format!("; {} split-K slices", self.split_k)
+        } else {
+            String::new()
+        };
+        format!("{} ({why}{route}{split})", self.kernel.rust_name)
+    }
+}
+
+/// Options of a dispatched convolution.
+#[derive(Debug, Default)]
+pub struct Options<'w> {
+    /// Scratch memory (split-K partial sums, GEMM staging) instead of the per-stream cache.
+    pub workspace: Option<&'w mut Workspace>,
+}
+
+/// `D = alpha · conv(A, B) + beta · C` on whichever compiled kernel runs it fastest (see the module
+/// documentation); returns what ran. Shapes, buffers and alignment are checked before anything is
+/// chosen. Split-K is dispatch's choice: `args.split_k_slices` must stay 1.
+///
+/// ```text
+/// use cutlass_aot::conv::{dispatch, Conv2d, TensorMut, TensorRef};
+/// let run = dispatch::run(&stream, Conv2d::<dispatch::Fprop<f16>>::new(
+///     TensorRef::new(&x, [n, h, w, c]), TensorRef::new(&wt, [k, 3, 3, c]),
+///     TensorMut::new(&mut y, [n, p, q, k]), 1.0).padding(1, 1))?;
+/// println!("{}", run.describe());
+/// ```
+pub fn run<K: ConvTypes>(stream: &CudaStream, args: Conv2d<'_, K>) -> Result<ConvDispatched, Error> {
+    run_with(stream, args, Options::default())
+}
+
+/// [`run`] with [`Options`] (a caller's workspace).
+pub fn run_with<K: ConvTypes>(
+    stream: &CudaStream,
+    args: Conv2d<'_, K>,
+    options: Options<'_>,
+) -> Result<ConvDispatched, Error> {
+    let signature = ConvSignature {
+        kind: K::KIND,
+        elements: (K::A::DTYPE, K::B::DTYPE, K::C::DTYPE),
+    };
+    super::with_operands(stream, args, |operands| {
+        // SAFETY: every address comes from a live cudarc buffer of the stated length and of the
+        // signature's element types (enforced by the type parameters).
+        unsafe { launch_raw(stream, signature, operands, options) }
+    })
+}
+
+/// Dispatches untyped operands over this crate's kernels and tables.
+///
+/// # Safety
+/// As [`super::launch_raw`]: each operand's address must point to device memory of at least `len`
+/// elements of its type, valid until the work completes; D must not overlap A or B.
+pub unsafe fn launch_raw(
+    stream: &CudaStream,
+    signature: ConvSignature,
+    operands: &ConvOperands,
+    options: Options<'_>,
+) -> Result<ConvDispatched, Error> {
+    unsafe {
+        launch_raw_with(
+            &crate::kernels::REGISTRY,
+            crate::kernels::CONV_DISPATCH_TABLES,
+            stream,
+            signature,
+            operands,
+            options,
+        )
+    }
+}
+
+/// [`launch_raw`] over a given registry and conv tables (a downstream crate's).
+///
+/// # Safety
+/// As [`launch_raw`].
+pub unsafe fn launch_raw_with(
+    registry: &Registry,
+    conv_tables: &[Table],
+    stream: &CudaStream,
+    signature: ConvSignature,
+    operands: &ConvOperands,
+    options: Options<'_>,
+) -> Result<ConvDispatched, Error> {
+    let device = crate::device::props(stream.context())?;
+    let problem = checked_problem(signature, operands)?;
+    let table =
+        gemm_dispatch::table_for(conv_tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
+    let (kernel, split_k, choice) = decide(registry, table, &problem, operands, &device)?;
+    let ran = ConvDispatched {
+        kernel,
+        split_k,
+        choice,
+    };
+    match as_gemm(&problem, operands).filter(|_| ran.as_gemm()) {
+        Some((_, gemm)) => {
+            let gemm = GemmOperands {
+                split_k_slices: split_k,
+                ..gemm
+            };
+            // SAFETY: the GEMM operands are the caller's buffers viewed as matrices of the same
+            // elements (see `as_gemm`).
+            unsafe {
+                crate::gemm::launch_raw_in(kernel, stream, &gemm, Default::default(), options.workspace)
+            }?;
+        }
+        None => {
+            let ops = ConvOperands {
+                split_k_slices: split_k,
+                ..*operands
+            };
+            // SAFETY: as the caller promised for `operands`.
+            unsafe { super::launch_raw(kernel, stream, &ops, options.workspace) }?;
+        }
+    }
+    Ok(ran)
+}
+
+/// The problem the operands describe, checked (extents agree, buffers hold their tensors, beta
+/// has C) before any kernel is considered.
+fn checked_problem(signature: ConvSignature, operands: &ConvOperands) -> Result<Conv2dProblem, Error> {
+    if operands.split_k_slices != 1 {
+        return Err(Error::invalid(
+            "conv dispatch",
+            format!(
+                "split_k_slices is {}: dispatch chooses split-K itself; leave it at 1, or launch a kernel by name",
+                operands.split_k_slices
+            ),
+        ));
+    }
+    if !operands.alpha.is_finite() || !operands.beta.is_finite() {
+        return Err(Error::invalid(
+            "conv dispatch",
+            format!(
+                "alpha = {} and beta = {} must be finite numbers",
+                operands.alpha, operands.beta
+            ),
+        ));
+    }
+    problem_from("conv dispatch", signature.kind, signature.elements, operands)
+}
+
+/// The conv kernel, split-K and reason for `problem` (the table, else the heuristic); remembered
+/// per problem and device. Err: why no kernel runs it.
+pub fn decide(
+    registry: &Registry,
+    table: &Table,
+    problem: &Conv2dProblem,
+    operands: &ConvOperands,
+    device: &DeviceProps,
+) -> Result<Decision, Error> {
+    let c = operands.c.unwrap_or(operands.d);
+    let mut problem = *problem;
+    problem.compute_capability = Some(device.compute_capability);
+    problem.addresses = Some([
+        operands.a.address,
+        operands.b.address,
+        c.address,
+        operands.d.address,
+    ]);
+    let key = MemoKey::new(registry, table, device, &problem);
+    if let Some(remembered) = MEMO.lock().unwrap().as_ref().and_then(|m| m.get(&key)) {
+        return Ok(*remembered);
+    }
+    let decision = if let Some((entry, slices)) = table.lookup(&problem, operands) {
+        let choice = ConvChoice::Table {
+            activation: entry.activation,
+            filter: entry.filter,
+        };
+        (entry.kernel, slices, choice)
+    } else {
+        let (kernel, slices) = heuristic(registry, &problem, device.multiprocessors)
+            .ok_or_else(|| no_kernel(registry, &problem))?;
+        (kernel, slices, ConvChoice::Heuristic)
+    };
+    let mut guard = MEMO.lock().unwrap();
+    let memo = guard.get_or_insert_with(HashMap::new);
+    if memo.len() >= MEMO_CAPACITY {
+        memo.clear();
+    }
+    memo.insert(key, decision);
+    Ok(decision)
+}
+
+/// The 1×1, unit-stride, unpadded convolution as a GEMM over the same buffers: its signature and
+/// operands, or `None` when the problem is not one.
+pub fn as_gemm(problem: &Conv2dProblem, ops: &ConvOperands) -> Option<(Signature, GemmOperands)> {
+    if problem.r != 1 || problem.s != 1 || problem.pad != [0, 0] || problem.stride != [1, 1] {
+        return None;
+    }
+    let pixels = problem.n * problem.h * problem.w;
+    let (c, k) = (problem.c, problem.k);
+    let matrix = |t: &TensorOperand, rows: usize, cols: usize, layout: Layout| Operand {
+        shape: MatrixShape::packed(rows, cols, layout),
+        len: t.len,
+        address: t.address,
+    };
+    let (row, col) = (Layout::Row, Layout::Column);
+    // (A, B, C/D) shapes and layouts of the product, per kind (see the module documentation).
+    let (m, n, kk, la, lb) = match problem.kind {
+        ConvKind::Fprop => (pixels, k, c, row, col),
+        ConvKind::Dgrad => (pixels, c, k, row, row),
+        ConvKind::Wgrad => (k, c, pixels, col, row),
+    };
+    let (ea, eb, ec) = problem.elements;
+    let signature = Signature {
+        element_a: ea,
+        element_b: eb,
+        element_c: ec,
+        layout_a: la,
+        layout_b: lb,
+        layout_c: row,
+    };
+    let operands = GemmOperands {
+        a: matrix(&ops.a, m, kk, la),
+        b: matrix(&ops.b, kk, n, lb),
+        c: ops.c.as_ref().map(|t| matrix(t, m, n, row)),
+        d: matrix(&ops.d, m, n, row),
+        alpha: ops.alpha,
+        beta: ops.beta,
+        split_k_slices: 1,
+        fusion: Default::default(),
+    };
+    Some((signature, operands))
+}
+
+/// The heuristic's kernel and split-K for `problem` (see the module documentation).
+pub fn heuristic(
+    registry: &Registry,
+    problem: &Conv2dProblem,
+    multiprocessors: u32,
+) -> Option<(&'static KernelInfo, usize)> {
+    let (m, n, k) = problem.gemm_extent().ok()?;
+    let sms = multiprocessors.max(1) as f64;
+    let mut best: Option<(f64, &'static KernelInfo, usize)> = None;
+    for &kernel in registry.all() {
+        if !allowed(kernel) {
+            continue;
+        }
+        let parallel = kernel.design.split_k() == SplitK::Parallel;
+        for slices in [1, 2, 4, 8, 16, 32, 64, 128] {
+            // A parallel split-K kernel without slices only adds its reduction pass; 3.x conv
+            // kernels do not split K.
+            if (parallel && slices == 1) || (slices > 1 && kernel.api() != Api::Cutlass2x) {
+                continue;
+            }
+            if kernel.supports(&with_slices(problem, slices)).is_err() {
+                continue;
+            }
+            let cost = estimated_cost(kernel, (m, n, k), slices, sms);
+            if best.as_ref().map_or(true, |(c, ..)| cost < *c) {
+                best = Some((cost, kernel, slices));
+            }
+        }
+    }
+    best.map(|(_, kernel, slices)| (kernel, slices))
+}
+
+/// Relative time of `kernel` on an implicit GEMM of `(m, n, k)` split into `slices`: the busiest
+/// SM's multiply-adds (waves of tile-slices), a per-tile penalty for small tiles (more operand
+/// re-reads per flop), 5 % per split for the partial-sum traffic, and the kernel family's rate.
+fn estimated_cost(kernel: &KernelInfo, (m, n, k): (usize, usize, usize), slices: usize, sms: f64) -> f64 {
+    let (tm, tn) = (kernel.tile().m.max(1) as f64, kernel.tile().n.max(1) as f64);
+    let tiles = (m as f64 / tm).ceil() * (n as f64 / tn).ceil() * slices as f64;
+    let busiest = (tiles / sms).ceil() * tm * tn * (k as f64 / slices as f64).ceil();
+    let split = if slices > 1 {
+        1.0 + 0.05 * slices as f64
+    } else {
+        1.0
+    };
+    let rate = match kernel.api() {
+        Api::Cutlass3x => 1.0,
+        Api::Cutlass2x => 0.65,
+    } * match kernel.operation.conv().map(|c| c.iterator) {
+        Some(IteratorAlgorithm::Analytic) => 0.75,
+        _ => 1.0,
+    };
+    busiest * (1.0 + 32.0 / tm + 32.0 / tn) * split / rate
+}
+
+/// Why no kernel runs `problem`: each candidate of its kind and types with its reasons.
+fn no_kernel(registry: &Registry, problem: &Conv2dProblem) -> Error {
+    let mut reasons = Vec::new();
+    for &kernel in registry.all() {
+        let Some(conv) = kernel.operation.conv() else {
+            continue;
+        };
+        let g = &conv.gemm;
+        if conv.kind != problem.kind || (g.a.element, g.b.element, g.c.element) != problem.elements {
+            continue;
+        }
+        if !allowed(kernel) {
+            continue;
+        }
+        if let Err(u) = kernel.supports(problem) {
+            reasons.push(format!("  {}: {}", kernel.rust_name, u.reasons.join("; ")));
+        }
+    }
+    let (a, b, c) = problem.elements;
+    let head = format!(
+        "no compiled {} kernel with {a}/{b}/{c} tensors runs this problem (N={}, H={}, W={}, C={}, K={}, R={}, S={}, pad {:?}, stride {:?}, dilation {:?})",
+        problem.kind, problem.n, problem.h, problem.w, problem.c, problem.k, problem.r, problem.s,
+        problem.pad, problem.stride, problem.dilation
+    );
+    let body = if reasons.is_empty() {
+        "\n  the manifest has none of this kind and these types (build with `--features conv`, or add one to kernel_manifest.yaml)".to_string()
+    } else {
+        reasons.truncate(8);
+        format!(":\n{}", reasons.join("\n"))
+    };
+    Error::invalid("conv dispatch", format!("{head}{body}"))
+}
+
+const MEMO_CAPACITY: usize = 4096;
+
+/// Everything a conv decision depends on; addresses only through their alignment.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct MemoKey {
+    registry: usize,
+    table: usize,
+    device: (usize, u32, u32),
+    kind: ConvKind,
+    elements: (DType, DType, DType),
+    extents: [usize; 7],
+    geometry: [usize; 6],
+    convolution: bool,
+    alignment: [u32; 4],
+}
+
+impl MemoKey {
+    fn new(registry: &Registry, table: &Table, device: &DeviceProps, p: &Conv2dProblem) -> Self {
+        let alignment = p.addresses.unwrap_or_default().map(|a| a.trailing_zeros().min(8));
+        MemoKey {
+            registry: registry as *const Registry as usize,
+            table: table as *const Table as usize,
+            device: (
+                device.name.as_ptr() as usize,
+                device.multiprocessors,
+                device.compute_capability,
+            ),
+            kind: p.kind,
+            elements: p.elements,
+            extents: [p.n, p.h, p.w, p.c, p.k, p.r, p.s],
+            geometry: [
+                p.pad[0],
+                p.pad[1],
+                p.stride[0],
+                p.stride[1],
+                p.dilation[0],
+                p.dilation[1],
+            ],
+            convolution: p.mode == super::ConvMode::Convolution,
+            alignment,
+        }
+    }
+}
+
+/// A remembered decision: kernel, split-K slices, why.
+type Decision = (&'static KernelInfo, usize, ConvChoice);
+
+static MEMO: Mutex<Option<HashMap<MemoKey, Decision>>> = Mutex::new(None);
