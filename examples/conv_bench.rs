@@ -492,12 +492,8 @@ fn measure(
                 continue;
             }
             tried += 1;
-            let ops = ConvOperands {
-                split_k_slices: slices,
-                ..ops
-            };
             // SAFETY: the pools hold at least every tensor's elements of the kernel's type.
-            let launch = || unsafe { conv::launch_raw(info, stream, &ops, None) };
+            let launch = || unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) };
             match time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch) {
                 Ok(t) if best.map_or(true, |(_, _, us)| t.median_us < us) => {
                     best = Some((info, slices, t.median_us))
@@ -517,25 +513,17 @@ fn measure(
     } else {
         &[1]
     };
-    if let Some((_, gemm)) = conv::dispatch::as_gemm(&p, &ops) {
-        for &slices in gemm_splits {
-            for info in conv::dispatch::gemm_candidates(&REGISTRY, &p, &ops, slices) {
-                tried += 1;
-                let gemm = cutlass_aot::GemmOperands {
-                    split_k_slices: slices,
-                    ..gemm
-                };
-                // SAFETY: as above; the GEMM operands view the same buffers.
-                let launch = || unsafe {
-                    cutlass_aot::gemm::launch_raw_in(info, stream, &gemm, Default::default(), None)
-                };
-                match time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch) {
-                    Ok(t) if best.map_or(true, |(_, _, us)| t.median_us < us) => {
-                        best = Some((info, slices, t.median_us))
-                    }
-                    Ok(_) => {}
-                    Err(e) => eprintln!("  {} (as a GEMM) split {slices}: {e:?}", info.rust_name),
+    for &slices in gemm_splits {
+        for info in conv::dispatch::gemm_candidates(&REGISTRY, &p, &ops, slices) {
+            tried += 1;
+            // SAFETY: as above; the GEMM kernel views the same buffers as matrices.
+            let launch = || unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) };
+            match time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch) {
+                Ok(t) if best.map_or(true, |(_, _, us)| t.median_us < us) => {
+                    best = Some((info, slices, t.median_us))
                 }
+                Ok(_) => {}
+                Err(e) => eprintln!("  {} (as a GEMM) split {slices}: {e:?}", info.rust_name),
             }
         }
     }
@@ -543,25 +531,9 @@ fn measure(
         return Ok(None);
     };
     // Spot check of the winner: a few output elements against the f64 reference.
-    match conv::dispatch::as_gemm(&p, &ops).filter(|_| info.operation.conv().is_none()) {
-        Some((_, gemm)) => {
-            let gemm = cutlass_aot::GemmOperands {
-                split_k_slices: slices,
-                ..gemm
-            };
-            // SAFETY: as above.
-            unsafe { cutlass_aot::gemm::launch_raw_in(info, stream, &gemm, Default::default(), None) }
-        }
-        None => {
-            let ops = ConvOperands {
-                split_k_slices: slices,
-                ..ops
-            };
-            // SAFETY: as above.
-            unsafe { conv::launch_raw(info, stream, &ops, None) }
-        }
-    }
-    .map_err(|e| e.to_string())?;
+    // SAFETY: as above.
+    unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) }
+        .map_err(|e| e.to_string())?;
     let verified = check_output(stream, b, problem)?;
     Ok(Some((info, slices, us, verified, tried)))
 }

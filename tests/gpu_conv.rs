@@ -62,12 +62,12 @@ impl Case {
     fn problem(&self, info: &KernelInfo) -> Conv2dProblem {
         let conv = info.operation.conv().expect("a conv kernel");
         let g = &conv.gemm;
-        let mut p = Conv2dProblem::new(
-            conv.kind,
-            self.activation,
-            self.filter,
-            (g.a.element, g.b.element, g.c.element),
-        );
+        self.problem_of(conv.kind, (g.a.element, g.b.element, g.c.element))
+    }
+
+    /// The case as a problem of `kind` over tensors of `elements`.
+    fn problem_of(&self, kind: ConvKind, elements: (DType, DType, DType)) -> Conv2dProblem {
+        let mut p = Conv2dProblem::new(kind, self.activation, self.filter, elements);
         p.pad = self.geometry.pad;
         p.stride = self.geometry.stride;
         p.dilation = self.geometry.dilation;
@@ -454,11 +454,7 @@ fn dispatched(
 ) -> Result<(), Failed> {
     use conv::dispatch::{self, ConvSignature, Entry, Table};
     let stream = ctx.default_stream();
-    let mut problem = Conv2dProblem::new(kind, case.activation, case.filter, (dtype, dtype, dtype));
-    problem.pad = case.geometry.pad;
-    problem.stride = case.geometry.stride;
-    problem.dilation = case.geometry.dilation;
-    problem.mode = case.geometry.mode;
+    let problem = case.problem_of(kind, (dtype, dtype, dtype));
     let with_c = case.scalars.1 != 0.0;
     let t = tensors(&stream, &problem, with_c, 29)?;
     let ops = operands(&stream, &t, &case);

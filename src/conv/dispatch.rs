@@ -363,28 +363,45 @@ pub unsafe fn launch_raw_with(
         split_k,
         choice,
     };
-    match as_gemm(&problem, operands).filter(|_| ran.as_gemm()) {
-        Some((_, gemm)) => {
-            let gemm = GemmOperands {
-                split_k_slices: split_k,
-                ..gemm
-            };
-            // SAFETY: the GEMM operands are the caller's buffers viewed as matrices of the same
-            // elements (see `as_gemm`).
-            unsafe {
-                crate::gemm::launch_raw_in(kernel, stream, &gemm, Default::default(), options.workspace)
-            }?;
-        }
-        None => {
-            let ops = ConvOperands {
-                split_k_slices: split_k,
-                ..*operands
-            };
-            // SAFETY: as the caller promised for `operands`.
-            unsafe { super::launch_raw(kernel, stream, &ops, options.workspace) }?;
-        }
-    }
+    // SAFETY: as the caller promised for `operands`.
+    unsafe { launch_on(kernel, split_k, stream, &problem, operands, options.workspace) }?;
     Ok(ran)
+}
+
+/// Launches `kernel` with `slices` split-K slices on `problem`: a conv kernel on `operands`, a GEMM
+/// kernel on their matrix-product view ([`as_gemm`]; an error if the problem is not a plain
+/// product). What dispatch runs for a decision, and what the benchmark times per candidate.
+///
+/// # Safety
+/// As [`launch_raw`].
+pub unsafe fn launch_on(
+    kernel: &'static KernelInfo,
+    slices: usize,
+    stream: &CudaStream,
+    problem: &Conv2dProblem,
+    operands: &ConvOperands,
+    workspace: Option<&mut Workspace>,
+) -> Result<(), Error> {
+    if kernel.operation.conv().is_some() {
+        let ops = ConvOperands {
+            split_k_slices: slices,
+            ..*operands
+        };
+        // SAFETY: as the caller promised for `operands`.
+        return unsafe { super::launch_raw(kernel, stream, &ops, workspace) };
+    }
+    let (_, gemm) = as_gemm(problem, operands).ok_or_else(|| {
+        Error::invalid(
+            kernel.name,
+            "a GEMM kernel runs only 1x1, unpadded, unit-stride convolutions (as a matrix product)",
+        )
+    })?;
+    let gemm = GemmOperands {
+        split_k_slices: slices,
+        ..gemm
+    };
+    // SAFETY: the GEMM operands are the caller's buffers viewed as matrices of the same elements.
+    unsafe { crate::gemm::launch_raw_in(kernel, stream, &gemm, Default::default(), workspace) }
 }
 
 /// The problem the operands describe, checked (extents agree, buffers hold their tensors, beta
