@@ -483,12 +483,12 @@ fn measure(
         if info.supports(&p).is_err() {
             continue;
         }
-        // CUTLASS 2.x kernels also split the implicit GEMM's K (wgrad's N·P·Q is long).
-        for slices in [1, 2, 4, 8, 16, 32, 64, 128] {
+        // Kernels that split the implicit GEMM's K (2.x split-K, 3.x stream-K; wgrad's N·P·Q is
+        // long) at each slice count dispatch would consider.
+        for &slices in conv::dispatch::slice_candidates(info) {
             let mut p = p;
             p.split_k_slices = slices;
-            if (slices > 1 && info.api() != cutlass_aot::model::Api::Cutlass2x) || info.supports(&p).is_err()
-            {
+            if info.supports(&p).is_err() {
                 continue;
             }
             tried += 1;

@@ -168,9 +168,22 @@ fn supports_explains_each_refusal() {
     p.mode = ConvMode::Convolution;
     p.split_k_slices = 2;
     let reasons = hopper.supports(&p).unwrap_err().reasons.join("; ");
-    for needle in ["unit stride only", "do not split K", "cross-correlation only"] {
+    for needle in ["unit stride only", "does not split K", "cross-correlation only"] {
         assert!(reasons.contains(needle), "missing `{needle}` in {reasons}");
     }
+    // A stream-K kernel splits K, into at most as many slices as the conv's K has tiles
+    // (⌈C/64⌉·R·S = 9 here).
+    let stream_k = kernel("conv_fprop_f16_128x128x64_streamk_sm90");
+    let mut split = f16_problem(ConvKind::Fprop, [1, 8, 8, 64], [64, 3, 3]).padding(1, 1);
+    split.split_k_slices = 9;
+    assert!(stream_k.supports(&split).is_ok());
+    split.split_k_slices = 10;
+    let reasons = stream_k.supports(&split).unwrap_err().reasons.join("; ");
+    assert!(
+        reasons.contains("only 9 tile(s) of 64") && reasons.contains("use at most 9"),
+        "{reasons}"
+    );
+
     // Another operation's problem gets one reason, not the conv rules.
     let wgrad = kernel("conv_wgrad_f16_sm80");
     let reasons = wgrad.supports(&ragged).unwrap_err().reasons;
@@ -258,18 +271,24 @@ fn host_params_of_every_conv_kernel() {
         let bytes =
             conv::workspace_bytes(info, &ops, &device).unwrap_or_else(|e| panic!("{}: {e}", info.name));
         // Parallel split-K kernels always write partial sums to the workspace; others need none
-        // without a split.
+        // without a split, but for stream-K kernels, whose own decomposition (1 slice) may split K
+        // over the SMs.
         let parallel = info.design.split_k() == cutlass_aot::model::SplitK::Parallel;
-        assert_eq!(
-            bytes > 0,
-            parallel,
+        let stream_k = info.design.split_k() == cutlass_aot::model::SplitK::StreamK;
+        assert!(
+            stream_k || (bytes > 0) == parallel,
             "{}: {bytes} bytes of workspace without a split",
             info.name
         );
         let (_, _, gemm_k) = p.gemm_extent().unwrap();
         // (An s8 output refuses serial split-K: see `supports_explains_each_refusal`.)
         let s8 = g.c.element == DType::S8;
-        if info.api() == Api::Cutlass2x && info.k_tiles(gemm_k) >= 2 && !s8 {
+        let splits = if info.api() == Api::Cutlass2x {
+            info.k_tiles(gemm_k) >= 2 && !s8
+        } else {
+            stream_k && p.k_tiles_3x(info.tile().k as usize) >= 2
+        };
+        if splits {
             let split = ConvOperands {
                 split_k_slices: 2,
                 ..ops

@@ -338,8 +338,11 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
         let (_, _, gemm_k) = split.problem(info).gemm_extent().unwrap();
         let serial_s8 =
             g.c.element == DType::S8 && info.design.split_k() == cutlass_aot::model::SplitK::Serial;
-        let refuse = if is_3x {
+        let stream_k = info.design.split_k() == cutlass_aot::model::SplitK::StreamK;
+        let refuse = if is_3x && !stream_k {
             Some("split-K")
+        } else if is_3x {
+            (split.problem(info).k_tiles_3x(info.tile().k as usize) < slices).then_some("use at most")
         } else if serial_s8 {
             Some("saturate")
         } else if info.k_tiles(gemm_k) < slices {
@@ -348,6 +351,15 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
             None
         };
         add(&format!("split_k_{slices}"), split, refuse);
+    }
+    // Stream-K: a long K over few output tiles, in its own decomposition (1) and split into an
+    // odd number of slices that does not divide the K tiles.
+    if info.design.split_k() == cutlass_aot::model::SplitK::StreamK {
+        for slices in [1, 7] {
+            let mut long_k = Case::new([8, 16, 16, 256], [64, 3, 3]).pad(1);
+            long_k.split_k = slices;
+            add(&format!("stream_k_long_k_split_{slices}"), long_k, None);
+        }
     }
     let mut flipped = Case::new([2, 9, 9, c], [k, 3, 3]).pad(1);
     flipped.geometry.mode = ConvMode::Convolution;

@@ -525,13 +525,7 @@ pub fn heuristic(
         if !allowed(kernel) {
             continue;
         }
-        let parallel = kernel.design.split_k() == SplitK::Parallel;
-        for slices in [1, 2, 4, 8, 16, 32, 64, 128] {
-            // A parallel split-K kernel without slices only adds its reduction pass; 3.x conv
-            // kernels do not split K.
-            if (parallel && slices == 1) || (slices > 1 && kernel.api() != Api::Cutlass2x) {
-                continue;
-            }
+        for &slices in slice_candidates(kernel) {
             if kernel.supports(&with_slices(problem, slices)).is_err() {
                 continue;
             }
@@ -544,13 +538,32 @@ pub fn heuristic(
     best.map(|(_, kernel, slices)| (kernel, slices))
 }
 
+/// The split-K slice counts worth trying on `kernel`: powers of two up to 128 for a kernel that
+/// splits K (a parallel split-K kernel without slices only adds its reduction pass; a stream-K
+/// kernel's 1 is its own stream-K decomposition), 1 for one that cannot.
+pub fn slice_candidates(kernel: &KernelInfo) -> &'static [usize] {
+    const POWERS: [usize; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
+    match kernel.design.split_k() {
+        SplitK::Parallel => &POWERS[1..],
+        SplitK::Serial | SplitK::StreamK => &POWERS,
+        SplitK::None => &POWERS[..1],
+    }
+}
+
 /// Relative time of `kernel` on an implicit GEMM of `(m, n, k)` split into `slices`: the busiest
 /// SM's multiply-adds (waves of tile-slices), a per-tile penalty for small tiles (more operand
 /// re-reads per flop), 5 % per split for the partial-sum traffic, and the kernel family's rate.
 fn estimated_cost(kernel: &KernelInfo, (m, n, k): (usize, usize, usize), slices: usize, sms: f64) -> f64 {
     let (tm, tn) = (kernel.tile().m.max(1) as f64, kernel.tile().n.max(1) as f64);
     let tiles = (m as f64 / tm).ceil() * (n as f64 / tn).ceil() * slices as f64;
-    let busiest = (tiles / sms).ceil() * tm * tn * (k as f64 / slices as f64).ceil();
+    let waves = (tiles / sms).ceil() * tm * tn * (k as f64 / slices as f64).ceil();
+    let busiest = if kernel.design.split_k() == SplitK::StreamK && slices == 1 {
+        // Stream-K spreads the K tiles of all output tiles evenly over the SMs (5 % for the
+        // partial tiles' fixup), or runs whole tiles where that is no slower.
+        waves.min(tiles * tm * tn * k as f64 / sms * 1.05)
+    } else {
+        waves
+    };
     let split = if slices > 1 {
         1.0 + 0.05 * slices as f64
     } else {

@@ -269,7 +269,9 @@ pub unsafe fn launch_raw(
         args.encode_im2col = crate::tma::encode_im2col(info.name)?;
     }
     let (_, reduction) = host_code(info)?;
-    let may_need_workspace = reduction.is_some() || args.split_k_slices > 1;
+    // A stream-K kernel's own decomposition (1 slice) may split K too.
+    let stream_k = info.design.split_k() == crate::model::SplitK::StreamK;
+    let may_need_workspace = reduction.is_some() || args.split_k_slices > 1 || stream_k;
     if !may_need_workspace {
         let prepared = info.prepare_conv(&args)?;
         return unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, &device, &prepared, 0) };
@@ -286,7 +288,8 @@ pub unsafe fn launch_raw(
 }
 
 /// Bytes of workspace `info` needs for `operands` on `device` (0: none): serial split-K
-/// semaphores or parallel split-K partial sums. What a caller's [`Workspace`] must hold.
+/// semaphores, parallel split-K partial sums, or stream-K partial tiles. What a caller's
+/// [`Workspace`] must hold.
 pub fn workspace_bytes(
     info: &'static KernelInfo,
     operands: &ConvOperands,

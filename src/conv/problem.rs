@@ -154,6 +154,21 @@ impl Conv2dProblem {
         })
     }
 
+    /// K tiles of `tile_k` a CUTLASS 3.x conv kernel walks per output tile: its K mode is
+    /// hierarchical, BLK_K tiles of the first (channel) extent times the filter positions (fprop:
+    /// ⌈C/BLK_K⌉·R·S; dgrad: ⌈K/BLK_K⌉·R·S), or the flat N·P·Q for wgrad.
+    pub fn k_tiles_3x(&self, tile_k: usize) -> usize {
+        let tile_k = tile_k.max(1);
+        match self.kind {
+            ConvKind::Fprop => self.c.div_ceil(tile_k) * self.r * self.s,
+            ConvKind::Dgrad => self.k.div_ceil(tile_k) * self.r * self.s,
+            ConvKind::Wgrad => {
+                let (p, q) = self.output_size().unwrap_or((0, 0));
+                (self.n * p * q).div_ceil(tile_k)
+            }
+        }
+    }
+
     /// Flops of the convolution (2 per multiply-add).
     pub fn flops(&self) -> f64 {
         let (m, n, k) = self.gemm_extent().unwrap_or((0, 0, 0));
@@ -283,12 +298,25 @@ impl Problem for Conv2dProblem {
                     self.stride
                 )
             });
-            want(self.split_k_slices == 1, &|| {
-                format!(
-                    "{} split-K slices: CUTLASS 3.x conv kernels do not split K; use 1 slice or an arch 80 kernel",
-                    self.split_k_slices
-                )
-            });
+            if kernel.design.split_k() == crate::model::SplitK::StreamK {
+                let tiles = self.k_tiles_3x(kernel.tile().k as usize);
+                want(self.split_k_slices <= tiles.max(1), &|| {
+                    format!(
+                        "{} split-K slices but the implicit GEMM's K has only {tiles} tile(s) of {} (a slice must \
+                         hold at least one); use at most {tiles}",
+                        self.split_k_slices,
+                        kernel.tile().k
+                    )
+                });
+            } else {
+                want(self.split_k_slices == 1, &|| {
+                    format!(
+                        "{} split-K slices: this CUTLASS 3.x conv kernel does not split K; use 1 slice, a stream-K \
+                         kernel (`schedule: cooperative`, `tile_scheduler: stream_k`) or an arch 80 kernel",
+                        self.split_k_slices
+                    )
+                });
+            }
             want(self.mode == ConvMode::CrossCorrelation, &|| {
                 "convolution mode: CUTLASS 3.x conv kernels compute cross-correlation only (PyTorch's conv2d); \
                  flip the filter, or use an arch 80 kernel"

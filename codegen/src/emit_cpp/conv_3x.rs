@@ -2,7 +2,8 @@
 //! `schedule: auto | warpspecialized` is CUTLASS 4.2's own (`cutlass::conv::kernel::ConvUniversal`
 //! from the conv collective builder, schedule `KernelImplicitTmaWarpSpecializedSm90`: one consumer
 //! warpgroup, not persistent); `schedule: cooperative` is ours (`cutlass_aot/conv_3x_cooperative.hpp`:
-//! CUTLASS's conv collective under its persistent cooperative GEMM kernel, two consumer warpgroups).
+//! CUTLASS's conv collective under its persistent cooperative GEMM kernel, two consumer warpgroups),
+//! with `tile_scheduler: stream_k` under CUTLASS's stream-K tile scheduler (split-K slices).
 
 use super::gemm_3x::fusion_operation_3x;
 use crate::model::{ConvKind, GemmKernel, KernelSchedule};
@@ -44,7 +45,10 @@ pub(super) fn kernel_source(k: &GemmKernel) -> String {
                  {op}, {ea}, {align_a}, {eb}, {align_b}, {eacc}, TileShape, ClusterShape,\n    \
                  {stages}>::CollectiveOp"
             ),
-            "cutlass_aot::conv_3x::ConvCooperative<ProblemShape, CollectiveMainloop, CollectiveEpilogue, void>",
+            format!(
+                "cutlass_aot::conv_3x::ConvCooperative<ProblemShape, CollectiveMainloop, CollectiveEpilogue, {}>",
+                k.tile_scheduler.cutlass_type()
+            ),
         )
     } else {
         (
@@ -58,7 +62,8 @@ pub(super) fn kernel_source(k: &GemmKernel) -> String {
                  {stages},\n    \
                  cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp"
             ),
-            "cutlass::conv::kernel::ConvUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue, void>",
+            "cutlass::conv::kernel::ConvUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue, void>"
+                .to_string(),
         )
     };
     format!(

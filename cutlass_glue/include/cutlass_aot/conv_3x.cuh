@@ -11,7 +11,8 @@
  * `cutlass_aot::conv_3x::ConvCooperative` (conv_3x_cooperative.hpp), which has the same interface.
  * `NAME_prepare` takes `cutlass_aot_conv2d_args` (abi_conv.h). In CUTLASS 4.2 the sm90
  * ConvUniversal *is* the non-persistent warp-specialized GemmUniversal (one producer and one
- * consumer warpgroup, 256 threads, no workspace, no tile scheduler arguments).
+ * consumer warpgroup, 256 threads, no workspace, no tile scheduler arguments); ConvCooperative
+ * with the stream-K scheduler takes split-K slices and a workspace.
  *
  * The activation operand (A for fprop and dgrad, B for wgrad) is loaded by TMA in im2col mode:
  * CUTLASS encodes its descriptor with the driver's cuTensorMapEncodeIm2col, routed here to
@@ -175,10 +176,6 @@ int32_t conv_3x_prepare(const cutlass_aot_conv2d_args *in, void *params_out,
       extent(in->w, in->s, in->pad_w, in->stride_w, in->dilation_w) != in->q) {
     return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
   }
-  // No split-K: the sm90 conv kernel has no tile scheduler that splits K.
-  if (in->split_k_slices != 1) {
-    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
-  }
   // CUTLASS's sm90 convolutions compute cross-correlation only (their can_implement says so).
   if (in->mode != CUTLASS_AOT_CONV_CROSS_CORRELATION) {
     return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
@@ -254,6 +251,17 @@ int32_t conv_3x_prepare(const cutlass_aot_conv2d_args *in, void *params_out,
   args.epilogue.dC = dC;
   args.epilogue.dD = dD;
   args.hw_info = hw_info;
+  // Split-K: only the stream-K scheduler (ConvCooperative with cutlass::gemm::StreamKScheduler) can
+  // split K; its `splits` replaces the stream-K decomposition by plain split-K, reduced in its
+  // workspace (deterministically, in slice order), as in gemm_3x.cuh. With 1 slice it decides
+  // itself between data-parallel tiles and stream-K.
+  if (in->split_k_slices != 1) {
+    if constexpr (has_splits<decltype(args.scheduler)>::value) {
+      args.scheduler.splits = in->split_k_slices;
+    } else {
+      return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+    }
+  }
 
   // CUTLASS's can_implement answers yes or no: TMA alignment of every operand, im2col padding,
   // corner and filter-offset limits, cross-correlation, groups == 1. Misalignment of the output's

@@ -22,8 +22,10 @@
  *    is marked "conv:" below.
  *
  * Constraints: the CTA tile's M extent must be a multiple of 128 (two 64-row GMMA warpgroups, as
- * the GEMM cooperative kernel); the tile scheduler is the static persistent one (no split-K, no
- * stream-K); dgrad is refused at non-unit stride (see can_implement).
+ * the GEMM cooperative kernel); the tile scheduler is the static persistent one, or the stream-K
+ * one (TileSchedulerTag cutlass::gemm::StreamKScheduler: stream-K, or split-K when its Arguments'
+ * `splits` > 1, partial sums reduced in its workspace); dgrad is refused at non-unit stride (see
+ * can_implement).
  *
  * The epilogue is CUTLASS's sm90 TMA epilogue built for the cooperative schedule:
  * cutlass::epilogue::collective::CollectiveBuilder<Sm90, OpClassTensorOp, TileShape, ClusterShape,
@@ -47,6 +49,7 @@
 #include <cutlass/fast_math.h>
 #include <cutlass/gemm/dispatch_policy.hpp>
 #include <cutlass/gemm/gemm.h>
+#include <cutlass/gemm/kernel/sm90_tile_scheduler_stream_k.hpp>
 #include <cutlass/gemm/kernel/tile_scheduler.hpp>
 #include <cutlass/kernel_hardware_info.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
@@ -214,17 +217,24 @@ public:
   static constexpr uint32_t TileSchedulerPipelineStageCount =
       DispatchPolicy::Schedule::SchedulerPipelineStageCount;
   using TileSchedulerTag = TileSchedulerTag_;
-  // conv: the static persistent scheduler only. Stream-K / split-K would split the conv K-tile
-  // space (whose coordinates are hierarchical: (C/BLK_K, S, R) etc.) and need the fixup workspace;
-  // neither is needed (the host refuses split_k != 1). Same restriction as the non-persistent
-  // conv kernel (sm90_gemm_tma_warpspecialized.hpp).
+  // conv: the static persistent scheduler, or the stream-K one (cutlass::gemm::StreamKScheduler),
+  // which splits the conv K-tile space (hierarchical: (C/BLK_K, S, R) for fprop, (K/BLK_K, S, R)
+  // for dgrad, N*P*Q/BLK_K for wgrad) into ranges reduced through its workspace. Both count tiles
+  // with cute::ceil_div over the same hierarchical shapes the conv collective tiles (see
+  // work_k_tiles below), and a K-tile range starts at idx2crd of its first tile, as in CUTLASS's
+  // GEMM cooperative kernel.
   static_assert(cute::is_void_v<TileSchedulerTag> or
-                    cute::is_same_v<TileSchedulerTag, cutlass::gemm::PersistentScheduler>,
-                "ConvCooperative supports the persistent tile scheduler only");
+                    cute::is_same_v<TileSchedulerTag, cutlass::gemm::PersistentScheduler> or
+                    cute::is_same_v<TileSchedulerTag, cutlass::gemm::StreamKScheduler>,
+                "ConvCooperative supports the persistent and stream-K tile schedulers");
   using TileScheduler = typename cutlass::gemm::kernel::detail::TileSchedulerSelector<
       TileSchedulerTag, ArchTag, TileShape, ClusterShape,
       TileSchedulerPipelineStageCount>::Scheduler;
-  static_assert(cute::is_same_v<TileScheduler, cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90>);
+  static constexpr bool IsStreamK =
+      cute::is_same_v<TileScheduler, cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamK<
+                                         TileShape, ClusterShape>>;
+  static_assert(IsStreamK or
+                cute::is_same_v<TileScheduler, cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90>);
 
   using TileSchedulerArguments = typename TileScheduler::Arguments;
   using TileSchedulerParams = typename TileScheduler::Params;
@@ -625,12 +635,19 @@ public:
       auto n_coord = idx2crd(work_tile.N_idx, shape<2>(gB_nkl));
       return make_coord(m_coord, n_coord, _, Int<0>{});
     };
-    // conv: every work tile covers the whole K-tile space of the conv collective, (BLK_K-tiles of
-    // the first K mode, then the filter / spatial modes), iterated from its origin as in the
-    // non-persistent conv kernel. This is the static persistent scheduler's
-    // get_work_k_tile_count (size of ceil_div(K, BLK_K)) and get_work_k_tile_start (0), taken
-    // from the collective's own tiling.
-    auto k_tile_count = size<3>(gA_mkl);
+    // conv: the K tiles of a work tile, (first, count), in the conv collective's K-tile space (BLK_K
+    // tiles of the first K mode, then the filter / spatial modes, colexicographic like idx2crd and
+    // the coordinate iterator). The static persistent scheduler gives every tile the whole space,
+    // counted from the collective's own tiling as in the non-persistent conv kernel; the stream-K
+    // scheduler gives a range of it, counted with cute::ceil_div over the same hierarchical K.
+    auto work_k_tiles = [&](auto const &work_tile) {
+      if constexpr (IsStreamK) {
+        return cute::make_tuple(TileScheduler::get_work_k_tile_start(work_tile),
+                                TileScheduler::get_work_k_tile_count(work_tile, problem_shape_MNKL, blk_shape));
+      } else {
+        return cute::make_tuple(uint32_t(0), uint32_t(size<3>(gA_mkl)));
+      }
+    };
 
     // Wait for all thread blocks in the Cluster
     cluster_wait_fn();
@@ -653,7 +670,9 @@ public:
           }
 
           auto blk_coord = work_tile_blk_coord(work_tile_info);
-          auto k_tile_iter = cute::make_coord_iterator(shape<3>(gA_mkl));
+          auto [work_k_tile_start, work_k_tile_count] = work_k_tiles(work_tile_info);
+          auto k_tile_iter =
+              cute::make_coord_iterator(idx2crd(work_k_tile_start, shape<3>(gA_mkl)), shape<3>(gA_mkl));
 
           collective_mainloop.load(
             params.mainloop,
@@ -661,13 +680,13 @@ public:
             mainloop_pipe_producer_state,
             load_inputs,
             blk_coord,
-            k_tile_iter, k_tile_count,
+            k_tile_iter, work_k_tile_count,
             lane_idx,
             block_rank_in_cluster,
             shared_storage.tensors.mainloop
           );
           // Update starting pipeline state for the next tile
-          mainloop_pipe_producer_state.advance(k_tile_count);
+          mainloop_pipe_producer_state.advance(work_k_tile_count);
 
           // Signal for the epilogue load warp to begin
           if (do_load_order_arrive) {
@@ -730,6 +749,7 @@ public:
       bool do_store_tail = false;
       while (work_tile_info.is_valid()) {
         auto blk_coord = work_tile_blk_coord(work_tile_info);
+        auto work_k_tile_count = cute::get<1>(work_k_tiles(work_tile_info));
         // Allocate the accumulators for the (M,N) blk_shape
         //
         // MSVC CTAD breaks if we say "Tensor" here, so we use "auto" instead.
@@ -739,7 +759,7 @@ public:
             mainloop_pipeline,
             mainloop_pipe_consumer_state,
             accumulators,
-            k_tile_count,
+            work_k_tile_count,
             mma_thread_idx,
             shared_storage.tensors.mainloop,
             params.mainloop
@@ -749,11 +769,11 @@ public:
           collective_mainloop.mma_tail(
             mainloop_pipeline,
             mainloop_pipe_consumer_state,
-            k_tile_count
+            work_k_tile_count
           );
 
           // Update starting mainloop pipeline state for the next tile
-          mainloop_pipe_consumer_state.advance(k_tile_count);
+          mainloop_pipe_consumer_state.advance(work_k_tile_count);
         }
         #ifdef CUTLASS_ENABLE_GDC_FOR_SM90
         if (scheduler.is_last_tile(work_tile_info)) {

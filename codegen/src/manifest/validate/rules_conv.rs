@@ -127,12 +127,14 @@ fn check_3x(k: &GemmKernel, kind: ConvKind, out: &mut Vec<Finding>) {
             ),
         )),
     }
-    if k.tile_scheduler != TileScheduler::Persistent {
+    // Stream-K (and its split-K) needs a persistent kernel: ours, the cooperative one.
+    if k.tile_scheduler == TileScheduler::StreamK && k.schedule != KernelSchedule::Cooperative {
         out.push((
             "tile_scheduler",
             format!(
-                "{} is not supported for convolutions (they cannot split K on arch 90); remove it",
-                k.tile_scheduler
+                "stream_k needs `schedule: cooperative` for convolutions (CUTLASS's own sm90 conv kernel, schedule {}, \
+                 is not persistent and cannot split K)",
+                k.schedule
             ),
         ));
     }
