@@ -18,7 +18,7 @@ if has tests; then
 fi
 if has memcheck; then
   sanitizer=/usr/local/cuda/bin/compute-sanitizer
-  for filter in ${CONV_MEMCHECK_FILTERS:-conv_fprop_f16_256x128x64_2x1x1_coop_sm90::3x3_pad1 conv_dgrad_bf16_256x64x64_coop_sm90::beta_with_c conv_wgrad_f16_128x256x64_coop_sm90::resnet_like_14x14 conv_wgrad_bf16_256x128x64_2x1x1_coop_sm90::3x3_pad1_stride2 dispatch::wgrad_f16_1x1 dispatch::fprop_bf16_3x3_stride2 conv_wgrad_f16_128x64x64_streamk_sm90::stream_k_long_k_split_1 conv_fprop_bf16_128x128x64_streamk_sm90::stream_k_long_k_split_7 conv_fprop_bf16_fixed_channels_4_sm80::7x7_stride2_pad3}; do
+  for filter in ${CONV_MEMCHECK_FILTERS:-conv_fprop_f16_256x128x64_2x1x1_coop_sm90::3x3_pad1 conv_dgrad_bf16_256x64x64_coop_sm90::beta_with_c conv_wgrad_f16_128x256x64_coop_sm90::resnet_like_14x14 conv_wgrad_bf16_256x128x64_2x1x1_coop_sm90::3x3_pad1_stride2 dispatch::wgrad_f16_1x1 dispatch::fprop_bf16_3x3_stride2 conv_wgrad_f16_128x64x64_streamk_sm90::stream_k_long_k_split_1 conv_fprop_bf16_128x128x64_streamk_sm90::stream_k_long_k_split_7 conv_fprop_bf16_fixed_channels_4_sm80::7x7_stride2_pad3 conv_fprop_f16_128x32x32_streamk_sm90::3x3_pad1_stride2 conv_wgrad_bf16_64x64x64_streamk_sm90::stream_k_long_k_split_7 conv_dgrad_f16_128x64x32_streamk_sm90::stream_k_long_k_split_1}; do
     $sanitizer --report-api-errors no --tool memcheck ./.gpu/gpu_conv --test-threads 1 "$filter" 2>&1 | tail -4
   done > "$out/${stamp}_conv_memcheck.txt"
   grep -E "ERROR SUMMARY|test result" "$out/${stamp}_conv_memcheck.txt"

@@ -5,16 +5,17 @@
 //!    `examples/conv_bench.rs --dispatch-out`): for each measured problem the fastest verified way
 //!    to run it and its split-K. A problem takes the entry of the nearest measured problem of its
 //!    kind and types (distance: sum of |log2| ratios of the implicit GEMM's M, N, K, the filter's
-//!    taps and the stride) that can run it. An entry's kernel is a conv kernel, or a **GEMM
+//!    taps, the stride and the input and output channel counts) that can run it. An entry's kernel is a conv kernel, or a **GEMM
 //!    kernel**: a 1×1 filter at unit stride without padding is a plain matrix product over the
 //!    channels-last tensors as they lie (fprop: `y[NHW×K] = x[NHW×C] · w[K×C]ᵀ`; dgrad:
 //!    `dx[NHW×C] = dy[NHW×K] · w[K×C]`; wgrad: `dw[K×C] = dy[NHW×K]ᵀ · x[NHW×C]`, see
 //!    [`as_gemm`]), and the benchmark times the GEMM kernels on it beside the conv kernels; such an
 //!    entry only serves problems that are such products.
 //! 2. **A heuristic** where the table has nothing: among the plain conv kernels that support the
-//!    problem, the lowest estimated time — waves of output tiles (times split-K slices for CUTLASS
-//!    2.x kernels) over the SMs, each a tile's multiply-adds with a per-tile penalty, CUTLASS 2.x
-//!    kernels at 65 % of a Hopper kernel's rate and analytic iterators at 75 % of the others'.
+//!    problem, the lowest estimated time — waves of output tiles (times split-K slices) over the
+//!    SMs, or stream-K's even spread, each a tile's multiply-adds (a Hopper kernel's channels
+//!    rounded up to its tile at every filter tap) with a per-tile penalty, CUTLASS 2.x kernels at
+//!    65 % of a Hopper kernel's rate and analytic iterators at 75 % of the others'.
 //!
 //! The typed entry point is [`run`] with a [`Conv2d`] over the markers [`Fprop`], [`Dgrad`] and
 //! [`Wgrad`]; [`launch_raw`] takes untyped operands. Decisions are remembered per problem.
@@ -161,6 +162,10 @@ impl Table {
                     + log_ratio(n, en)
                     + log_ratio(k, ek)
                     + log_ratio(problem.r * problem.s, e.filter[1] * e.filter[2])
+                    // The channel counts decide which tiles fit a filter tap (the flat extents
+                    // above mix them with the taps and pixels).
+                    + log_ratio(problem.c, e.activation[3])
+                    + log_ratio(problem.k, e.filter[0])
                     + log_ratio(problem.stride[0] * problem.stride[1], e.stride[0] * e.stride[1]);
                 Some((distance, e, slices))
             })
@@ -529,7 +534,7 @@ pub fn heuristic(
             if kernel.supports(&with_slices(problem, slices)).is_err() {
                 continue;
             }
-            let cost = estimated_cost(kernel, (m, n, k), slices, sms);
+            let cost = estimated_cost(kernel, padded_extent(kernel, problem, (m, n, k)), slices, sms);
             if best.as_ref().map_or(true, |(c, ..)| cost < *c) {
                 best = Some((cost, kernel, slices));
             }
@@ -547,6 +552,24 @@ pub fn slice_candidates(kernel: &KernelInfo) -> &'static [usize] {
         SplitK::Parallel => &POWERS[1..],
         SplitK::Serial | SplitK::StreamK => &POWERS,
         SplitK::None => &POWERS[..1],
+    }
+}
+
+/// The implicit GEMM's extent as `kernel` computes it: a CUTLASS 3.x kernel tiles K (fprop, dgrad)
+/// or N (wgrad) per filter position, so a channel count below the tile's pays for the whole tile
+/// at every tap.
+fn padded_extent(
+    kernel: &KernelInfo,
+    problem: &Conv2dProblem,
+    (m, n, k): (usize, usize, usize),
+) -> (usize, usize, usize) {
+    if kernel.api() != Api::Cutlass3x {
+        return (m, n, k);
+    }
+    let (tile_n, tile_k) = (kernel.tile().n.max(1) as usize, kernel.tile().k.max(1) as usize);
+    match problem.kind {
+        ConvKind::Fprop | ConvKind::Dgrad => (m, n, problem.k_tiles_3x(tile_k) * tile_k),
+        ConvKind::Wgrad => (m, problem.c.div_ceil(tile_n) * tile_n * problem.r * problem.s, k),
     }
 }
 

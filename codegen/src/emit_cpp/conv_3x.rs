@@ -3,10 +3,11 @@
 //! from the conv collective builder, schedule `KernelImplicitTmaWarpSpecializedSm90`: one consumer
 //! warpgroup, not persistent); `schedule: cooperative` is ours (`cutlass_aot/conv_3x_cooperative.hpp`:
 //! CUTLASS's conv collective under its persistent cooperative GEMM kernel, two consumer warpgroups),
-//! with `tile_scheduler: stream_k` under CUTLASS's stream-K tile scheduler (split-K slices).
+//! with `tile_scheduler: stream_k` under CUTLASS's stream-K tile scheduler (split-K slices); a
+//! stream-K entry of another schedule is the same kernel with one consumer warpgroup (64-row tiles).
 
 use super::gemm_3x::fusion_operation_3x;
-use crate::model::{ConvKind, GemmKernel, KernelSchedule};
+use crate::model::{ConvKind, GemmKernel, KernelSchedule, TileScheduler};
 
 pub(super) fn kernel_source(k: &GemmKernel) -> String {
     let kind = k.conv_kind().expect("conv emitter called for a conv kernel");
@@ -37,13 +38,21 @@ pub(super) fn kernel_source(k: &GemmKernel) -> String {
         k.element_accumulator.cutlass_type(),
     );
     let (align_a, align_b) = (k.alignment_a, k.alignment_b);
-    let (epilogue_schedule, mainloop, kernel) = if k.schedule == KernelSchedule::Cooperative {
+    // Ours (persistent): the cooperative schedule (two consumer warpgroups), or a stream-K one of
+    // one consumer warpgroup; CUTLASS's ConvUniversal otherwise.
+    let ours = k.schedule == KernelSchedule::Cooperative || k.tile_scheduler == TileScheduler::StreamK;
+    let (epilogue_schedule, mainloop, kernel) = if ours {
+        let (epilogue_schedule, warpgroups) = if k.schedule == KernelSchedule::Cooperative {
+            ("cutlass::epilogue::TmaWarpSpecializedCooperative", 2)
+        } else {
+            ("cutlass::epilogue::TmaWarpSpecialized", 1)
+        };
         (
-            "cutlass::epilogue::TmaWarpSpecializedCooperative",
+            epilogue_schedule,
             format!(
                 "typename cutlass_aot::conv_3x::CooperativeConvMainloop<\n    \
                  {op}, {ea}, {align_a}, {eb}, {align_b}, {eacc}, TileShape, ClusterShape,\n    \
-                 {stages}>::CollectiveOp"
+                 {stages}, {warpgroups}>::CollectiveOp"
             ),
             format!(
                 "cutlass_aot::conv_3x::ConvCooperative<ProblemShape, CollectiveMainloop, CollectiveEpilogue, {}>",

@@ -11,7 +11,8 @@
  *    policy's static_assert rejects.
  *  - CooperativeConvMainloop<...>::CollectiveOp: CUTLASS's sm90 conv collective builder
  *    (conv/collective/builders/sm90_gmma_builder.inl) for NHWC activations / KRSC filters with the
- *    tiled MMA of the GEMM cooperative builder (AtomLayoutMNK 2x1x1) and the tag above. The
+ *    tiled MMA of the GEMM cooperative builder (AtomLayoutMNK 2x1x1), or of one warpgroup
+ *    (1x1x1, ConsumerWarpGroups = 1), and the tag above. The
  *    collective itself is CUTLASS's CollectiveConv (sm90_implicit_gemm_gmma_ss_warpspecialized.hpp),
  *    unchanged: its mma() already runs on any number of warpgroups (thread_idx < size(TiledMma)),
  *    restarts the accumulators (ScaleOut::Zero) on every call, and load() slices the tile it is
@@ -21,8 +22,12 @@
  *    gemm/kernel/sm90_gemm_tma_warpspecialized.hpp (the IsConvProblemShape branches). Each change
  *    is marked "conv:" below.
  *
- * Constraints: the CTA tile's M extent must be a multiple of 128 (two 64-row GMMA warpgroups, as
- * the GEMM cooperative kernel); the tile scheduler is the static persistent one, or the stream-K
+ * With a one-warpgroup mainloop the same kernel is the persistent warp-specialized one (one
+ * consumer warpgroup, as CUTLASS's pingpong kernel without the ping-pong; pair it with the
+ * TmaWarpSpecialized epilogue): what lets a 64-row tile split K.
+ *
+ * Constraints: the CTA tile's M extent must be a multiple of 64 per consumer warpgroup (128 for
+ * two, as the GEMM cooperative kernel); the tile scheduler is the static persistent one, or the stream-K
  * one (TileSchedulerTag cutlass::gemm::StreamKScheduler: stream-K, or split-K when its Arguments'
  * `splits` > 1, partial sums reduced in its workspace); dgrad is refused at non-unit stride (see
  * can_implement).
@@ -69,23 +74,26 @@ struct KernelImplicitTmaWarpSpecializedCooperativeSm90 {
 };
 
 /// CUTLASS's sm90 conv CollectiveBuilder (GMMA_TMA_WS_SS_FPROP in
-/// conv/collective/builders/sm90_gmma_builder.inl) with GmemLayoutA = GmemLayoutB = TensorNHWC, the
-/// two-warpgroup tiled MMA and the cooperative tag. StageCountType: cutlass::conv::collective::
-/// StageCount<N> or StageCountAutoCarveout<bytes> (CUTLASS's own stage-count function is used).
+/// conv/collective/builders/sm90_gmma_builder.inl) with GmemLayoutA = GmemLayoutB = TensorNHWC, a
+/// tiled MMA of ConsumerWarpGroups (2: cooperative; 1: one consumer) warpgroups stacked along M and
+/// the cooperative tag. StageCountType: cutlass::conv::collective::StageCount<N> or
+/// StageCountAutoCarveout<bytes> (CUTLASS's own stage-count function is used).
 template <cutlass::conv::Operator ConvOp, class ElementA, int AlignmentA, class ElementB,
           int AlignmentB, class ElementAccumulator, class TileShape_MNK, class ClusterShape_MNK,
-          class StageCountType>
+          class StageCountType, int ConsumerWarpGroups = 2>
 struct CooperativeConvMainloop {
+  static_assert(ConsumerWarpGroups == 1 || ConsumerWarpGroups == 2,
+                "one or two consumer warpgroups");
   static_assert(cute::is_static<TileShape_MNK>::value);
   static_assert(cute::is_static<ClusterShape_MNK>::value);
   static_assert(cutlass::gemm::collective::detail::is_aligned<
                     ElementA, AlignmentA, ElementB, AlignmentB,
                     cutlass::gemm::collective::detail::tma_alignment_bytes>(),
                 "Should meet TMA alignment requirement\n");
-  // Change: two 64-row GMMA warpgroups stacked along M (the GEMM cooperative kernel's layout), so
-  // the CTA tile must cover whole multiples of 128 rows.
-  static_assert(cute::size<0>(TileShape_MNK{}) % 128 == 0,
-                "cooperative conv: the tile's M extent must be a multiple of 128");
+  // Change: 64-row GMMA warpgroups stacked along M (two: the GEMM cooperative kernel's layout), so
+  // the CTA tile must cover whole multiples of 64 rows per warpgroup.
+  static_assert(cute::size<0>(TileShape_MNK{}) % (64 * ConsumerWarpGroups) == 0,
+                "cooperative conv: the tile's M extent must be a multiple of 64 per consumer warpgroup");
 
   using GmemLayoutA = cutlass::layout::TensorNHWC;
   using GmemLayoutB = cutlass::layout::TensorNHWC;
@@ -102,8 +110,10 @@ struct CooperativeConvMainloop {
   static constexpr cute::GMMA::Major GmmaMajorB =
       (ConvOp == cutlass::conv::Operator::kFprop) ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
 
-  // Change: always 2x1x1 (CUTLASS's conv builder takes it only for its rejected Cooperative tag).
-  using AtomLayoutMNK = cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>;
+  // Change: 2x1x1 for two warpgroups (CUTLASS's conv builder takes it only for its rejected
+  // Cooperative tag), 1x1x1 (its own) for one.
+  using AtomLayoutMNK =
+      cute::Layout<cute::Shape<cute::Int<ConsumerWarpGroups>, cute::_1, cute::_1>>;
 
   using TiledMma = decltype(cute::make_tiled_mma(
       cute::GMMA::ss_op_selector<ElementAMma, ElementBMma, ElementAccumulator, TileShape_MNK,
@@ -240,7 +250,7 @@ public:
   using TileSchedulerParams = typename TileScheduler::Params;
 
   // Warp specialization thread count per threadblock
-  static constexpr uint32_t NumMMAThreads = cute::size(TiledMma{});                  // 8 warps
+  static constexpr uint32_t NumMMAThreads = cute::size(TiledMma{});                  // 4 or 8 warps
   static constexpr uint32_t NumMainloopLoadThreads = cutlass::NumThreadsPerWarp;     // 1 warp
   static constexpr uint32_t NumEpilogueLoadThreads = cutlass::NumThreadsPerWarp;     // 1 warp for C
 
@@ -487,9 +497,11 @@ public:
 #else
 
     // Preconditions
-    static_assert(NumMMAThreads == 256, "Cooperative kernel must have TiledMMA operating using 256 threads.");
-    static_assert(size<0>(TileShape{}) >= 128,
-                  "Cooperative kernel requires Tile Size to be greater than or equal to 128 along the M-dimension.");
+    // conv: one or two consumer warpgroups (see CooperativeConvMainloop), 64 rows of the tile each.
+    static_assert(NumMMAThreads == 128 || NumMMAThreads == 256,
+                  "ConvCooperative: the TiledMMA must run on one or two warpgroups");
+    static_assert(size<0>(TileShape{}) >= 64 * NumMmaWarpGroups,
+                  "ConvCooperative: the tile needs at least 64 rows of M per consumer warpgroup");
     // conv: no rank-3 [M,K,L] stride asserts; the conv collective and epilogue own their
     // (hierarchical) conv strides, as in sm90_gemm_tma_warpspecialized.hpp for IsConvProblemShape.
 

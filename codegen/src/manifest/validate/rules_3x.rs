@@ -333,7 +333,11 @@ fn schedules(k: &GemmKernel, tile_ok: bool, out: &mut Vec<Finding>) {
             ),
         ));
     }
-    if k.tile_scheduler == TileScheduler::StreamK && schedule != KernelSchedule::Cooperative {
+    // Convolutions have their own stream-K kernels (rules_conv.rs).
+    if k.tile_scheduler == TileScheduler::StreamK
+        && schedule != KernelSchedule::Cooperative
+        && k.conv_kind().is_none()
+    {
         let why = match schedule {
             KernelSchedule::WarpSpecialized => {
                 "warpspecialized kernels are not persistent: they run one CTA per output tile, so there is \

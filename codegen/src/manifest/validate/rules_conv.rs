@@ -121,21 +121,21 @@ fn check_3x(k: &GemmKernel, kind: ConvKind, out: &mut Vec<Finding>) {
         KernelSchedule::Pingpong => out.push((
             "schedule",
             format!(
-                "{} is not supported for convolutions; allowed: auto, warpspecialized (CUTLASS's), cooperative \
-                 (persistent, two consumer warpgroups)",
+                "{} is not supported for convolutions; allowed: auto, warpspecialized (CUTLASS's; with \
+                 `tile_scheduler: stream_k` ours, persistent, one consumer warpgroup), cooperative (persistent, two \
+                 consumer warpgroups)",
                 k.schedule
             ),
         )),
     }
-    // Stream-K (and its split-K) needs a persistent kernel: ours, the cooperative one.
-    if k.tile_scheduler == TileScheduler::StreamK && k.schedule != KernelSchedule::Cooperative {
+    // Stream-K runs on our persistent kernel, of two consumer warpgroups (cooperative) or one
+    // (warpspecialized): which one must be written.
+    if k.tile_scheduler == TileScheduler::StreamK && k.schedule == KernelSchedule::Auto {
         out.push((
             "tile_scheduler",
-            format!(
-                "stream_k needs `schedule: cooperative` for convolutions (CUTLASS's own sm90 conv kernel, schedule {}, \
-                 is not persistent and cannot split K)",
-                k.schedule
-            ),
+            "stream_k for a convolution needs an explicit schedule: cooperative (two consumer warpgroups, tile M \
+             a multiple of 128) or warpspecialized (one consumer warpgroup, tile M a multiple of 64)"
+                .to_string(),
         ));
     }
     if !matches!(
