@@ -43,8 +43,10 @@
 //!
 //! Conv entries (`conv2d_*`) take the same keys but no `layout_*` (their tensors are channels-last;
 //! the implicit GEMM's view is `ConvKind::gemm_layouts`), plus `iterator_algorithm: optimized |
-//! analytic | fixed_channels | few_channels` and `stride_support: strided | unity` on arch 80; their
-//! rules are in `validate/rules_conv.rs`.
+//! analytic | fixed_channels | few_channels` and `stride_support: strided | unity` on arch 80; on
+//! arch 90 `tile_scheduler: stream_k` runs our persistent conv kernel with two consumer warpgroups
+//! (`schedule: cooperative`) or one (`schedule: warpspecialized`). Their rules are in
+//! `validate/rules_conv.rs`.
 //!
 //! Fused epilogues (`activation`, `bias`, ... ; rules in `validate/rules_epilogue.rs`) are
 //! CUTLASS's generic linear combination on arch 80 (activations and clamps only) and CUTLASS 3.x

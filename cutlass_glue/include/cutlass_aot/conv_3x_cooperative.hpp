@@ -37,7 +37,8 @@
  * EpilogueTileAuto, ElementAcc, ElementCompute, ElementC, LayoutC, AlignC, ElementD, LayoutD,
  * AlignD, cutlass::epilogue::TmaWarpSpecializedCooperative> with LayoutC/D TensorNHWC (fprop,
  * dgrad) or TensorKCSR (wgrad), as for ConvUniversal but with the cooperative epilogue schedule
- * (128-row epilogue subtiles, 256 storing threads).
+ * (128-row epilogue subtiles, 256 storing threads); with one consumer warpgroup, the
+ * TmaWarpSpecialized schedule (128 storing threads), exactly ConvUniversal's.
  */
 #pragma once
 
