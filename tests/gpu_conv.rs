@@ -283,6 +283,7 @@ fn expect(
 fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
     let conv = *info.operation.conv().unwrap();
     let is_3x = info.api() == Api::Cutlass3x;
+    let stream_k = info.design.split_k() == cutlass_aot::model::SplitK::StreamK;
     let strided_dgrad_2x =
         !is_3x && conv.kind == ConvKind::Dgrad && conv.stride_support == StrideSupport::Strided;
     // Where a stride > 1 is refused: unity-stride dgrad kernels, Hopper dgrad (no strided path).
@@ -338,7 +339,6 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
         let (_, _, gemm_k) = split.problem(info).gemm_extent().unwrap();
         let serial_s8 =
             g.c.element == DType::S8 && info.design.split_k() == cutlass_aot::model::SplitK::Serial;
-        let stream_k = info.design.split_k() == cutlass_aot::model::SplitK::StreamK;
         let refuse = if is_3x && !stream_k {
             Some("split-K")
         } else if is_3x {
@@ -354,7 +354,7 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
     }
     // Stream-K: a long K over few output tiles, in its own decomposition (1) and split into an
     // odd number of slices that does not divide the K tiles.
-    if info.design.split_k() == cutlass_aot::model::SplitK::StreamK {
+    if stream_k {
         for slices in [1, 7] {
             let mut long_k = Case::new([8, 16, 16, 256], [64, 3, 3]).pad(1);
             long_k.split_k = slices;

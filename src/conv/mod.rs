@@ -269,10 +269,8 @@ pub unsafe fn launch_raw(
         args.encode_im2col = crate::tma::encode_im2col(info.name)?;
     }
     let (_, reduction) = host_code(info)?;
-    // A stream-K kernel's own decomposition (1 slice) may split K too.
-    let stream_k = info.design.split_k() == crate::model::SplitK::StreamK;
-    let may_need_workspace = reduction.is_some() || args.split_k_slices > 1 || stream_k;
-    if !may_need_workspace {
+    // Partial sums (parallel split-K, stream-K even at 1 slice) or serial split-K semaphores.
+    if !info.may_need_workspace(operands.split_k_slices) {
         let prepared = info.prepare_conv(&args)?;
         return unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, &device, &prepared, 0) };
     }
