@@ -15,7 +15,9 @@
 //! cargo build --release --features conv --example conv_bench
 //! conv_bench [--set resnet50|sweep|all] [--batch 128] [--dtype f16,bf16] [--kinds fprop,dgrad,wgrad]
 //!            [--iters 20] [--list] [--out FILE] [--dispatch-out FILE]
+//!            [--problem N,HW,C,K,RS,STRIDE,PAD]...
 //! ```
+//! `--problem` adds a square problem of your own (set `custom`); with it, `--set` defaults to none.
 //! `--list` prints the problems as JSON lines (what the cuDNN script reads) and times nothing.
 
 #[path = "common/mod.rs"]
@@ -104,6 +106,8 @@ struct Options {
     list: bool,
     out: Option<String>,
     dispatch_out: Option<String>,
+    /// `--problem`s: (batch, layer).
+    custom: Vec<(usize, Layer)>,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -116,12 +120,18 @@ fn parse(args: &[String]) -> Result<Options, String> {
         list: false,
         out: None,
         dispatch_out: None,
+        custom: Vec::new(),
     };
+    let mut set_given = false;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
-            "--set" => o.set = value()?,
+            "--set" => {
+                o.set = value()?;
+                set_given = true;
+            }
+            "--problem" => o.custom.push(parse_problem(&value()?)?),
             "--batch" => o.batch = value()?.parse().map_err(|e| format!("--batch: {e}"))?,
             "--iters" => o.iters = value()?.parse().map_err(|e| format!("--iters: {e}"))?,
             "--dtype" => {
@@ -146,7 +156,35 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
         }
     }
+    if !o.custom.is_empty() && !set_given {
+        o.set = "none".into();
+    }
     Ok(o)
+}
+
+/// `N,HW,C,K,RS,STRIDE,PAD` → (batch, layer).
+fn parse_problem(text: &str) -> Result<(usize, Layer), String> {
+    let v: Vec<usize> = text
+        .split(',')
+        .map(|x| x.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--problem {text}: {e}; expected N,HW,C,K,RS,STRIDE,PAD"))?;
+    let &[n, hw, c, k, rs, stride, pad] = v.as_slice() else {
+        return Err(format!(
+            "--problem {text}: expected 7 numbers N,HW,C,K,RS,STRIDE,PAD"
+        ));
+    };
+    Ok((
+        n,
+        Layer {
+            hw,
+            c,
+            k,
+            rs,
+            stride,
+            pad,
+        },
+    ))
 }
 
 /// (set label, batch, layer) of every problem asked for.
@@ -158,6 +196,7 @@ fn problems(o: &Options) -> Vec<(&'static str, usize, Layer)> {
     if o.set == "sweep" || o.set == "all" {
         out.extend(SWEEP.iter().map(|&(n, l)| ("sweep", n, l)));
     }
+    out.extend(o.custom.iter().map(|&(n, l)| ("custom", n, l)));
     out
 }
 

@@ -1,9 +1,10 @@
 //! The runtime's own support kernels (`cutlass_glue/include/cutlass_aot/support.cuh`, built into
 //! this crate's image `IMAGE_SUPPORT`): strided, possibly transposing copies of a batch of matrices
-//! (to stage an operand no kernel can read as it lies) and the 3xTF32 split of f32 operands.
+//! (to stage an operand no kernel can read as it lies), the 3xTF32 split of f32 operands, and the
+//! 4-D copy and scale of a strided dgrad's stride phases (`conv::stride_phases`).
 //!
-//! Both walk 32×32 tiles with a grid-stride loop, so any extent and batch count runs on a grid
-//! sized for the device.
+//! The 2-D ones walk 32×32 tiles, the 4-D ones single elements, with a grid-stride loop, so any
+//! extent runs on a grid sized for the device.
 
 use std::ffi::{c_void, CStr};
 use std::mem::size_of;
@@ -158,6 +159,228 @@ impl SplitTf32 {
     }
 }
 
+/// A 4-D tensor view: element `i` lies at `base + Σ i_d·strides[d]` elements (the ABI's
+/// `cutlass_aot_view4`; strides may be negative).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct View4 {
+    pub base: u64,
+    pub strides: [i64; 4],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Copy4Args {
+    src: View4,
+    dst: View4,
+    extent: [i64; 4],
+}
+
+/// Copies per launch (`CUTLASS_AOT_COPY4_BATCH`).
+const COPY4_BATCH: usize = 16;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Copy4BatchArgs {
+    count: i32,
+    reserved: i32,
+    copies: [Copy4Args; COPY4_BATCH],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Scale4Args {
+    src: View4,
+    dst: View4,
+    extent: [i64; 4],
+    beta: f64,
+}
+
+/// `dst[i] = src[i]` over a 4-D `extent` of `element_bytes`-byte elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Copy4d {
+    pub element_bytes: usize,
+    pub src: View4,
+    pub dst: View4,
+    pub extent: [usize; 4],
+}
+
+impl View4 {
+    /// This view in units of `factor` elements along a contiguous innermost dimension of
+    /// `inner` elements, if every address and stride allows it.
+    fn widened(&self, element_bytes: usize, inner: usize, factor: usize) -> Option<View4> {
+        let unit = (element_bytes * factor) as i64;
+        let aligned = self.base % unit as u64 == 0
+            && self.strides[3] == 1
+            && inner % factor == 0
+            && self.strides[..3]
+                .iter()
+                .all(|s| (s * element_bytes as i64) % unit == 0);
+        aligned.then(|| View4 {
+            base: self.base,
+            strides: [
+                self.strides[0] * element_bytes as i64 / unit,
+                self.strides[1] * element_bytes as i64 / unit,
+                self.strides[2] * element_bytes as i64 / unit,
+                1,
+            ],
+        })
+    }
+}
+
+/// `(src, dst, extent, bytes)` in 16-byte units where both views allow it, else as given: one
+/// thread a 16-byte unit instead of one an element.
+fn widen(
+    element_bytes: usize,
+    src: &View4,
+    dst: &View4,
+    extent: [usize; 4],
+) -> (View4, View4, [usize; 4], usize) {
+    if element_bytes < 16 && 16 % element_bytes == 0 {
+        let factor = 16 / element_bytes;
+        if let (Some(s), Some(d)) = (
+            src.widened(element_bytes, extent[3], factor),
+            dst.widened(element_bytes, extent[3], factor),
+        ) {
+            return (s, d, [extent[0], extent[1], extent[2], extent[3] / factor], 16);
+        }
+    }
+    (*src, *dst, extent, element_bytes)
+}
+
+/// Enqueues `copies`, as few launches as their element sizes allow (up to 16 copies each).
+///
+/// # Safety
+/// Every view must address device memory holding every element it names; the stream's context
+/// must be current.
+pub(crate) unsafe fn copy4_batch(stream: &CudaStream, copies: &[Copy4d]) -> Result<(), Error> {
+    if let Some(odd) = copies.iter().find(|c| ![1, 2, 4, 8].contains(&c.element_bytes)) {
+        return Err(Error::invalid(
+            "4-D copy",
+            format!(
+                "elements of {} bytes cannot be copied (1, 2, 4 or 8)",
+                odd.element_bytes
+            ),
+        ));
+    }
+    let widened: Vec<(usize, Copy4Args, usize)> = copies
+        .iter()
+        .filter(|c| c.extent.iter().all(|&e| e > 0))
+        .map(|c| {
+            let (src, dst, extent, bytes) = widen(c.element_bytes, &c.src, &c.dst, c.extent);
+            let args = Copy4Args {
+                src,
+                dst,
+                extent: extent.map(|e| e as i64),
+            };
+            (bytes, args, extent.iter().product::<usize>())
+        })
+        .collect();
+    for bytes in [1, 2, 4, 8, 16] {
+        let same: Vec<&(usize, Copy4Args, usize)> = widened.iter().filter(|w| w.0 == bytes).collect();
+        for chunk in same.chunks(COPY4_BATCH) {
+            let mut args = Copy4BatchArgs {
+                count: chunk.len() as i32,
+                reserved: 0,
+                copies: [Copy4Args::default(); COPY4_BATCH],
+            };
+            for (slot, w) in args.copies.iter_mut().zip(chunk) {
+                *slot = w.1;
+            }
+            let largest = chunk.iter().map(|w| w.2).max().unwrap_or(0);
+            let entry: &'static CStr = match bytes {
+                1 => c"cutlass_aot_copy4_b1",
+                2 => c"cutlass_aot_copy4_b2",
+                4 => c"cutlass_aot_copy4_b4",
+                8 => c"cutlass_aot_copy4_b8",
+                _ => c"cutlass_aot_copy4_b16",
+            };
+            unsafe {
+                launch_with(
+                    stream,
+                    entry,
+                    &args,
+                    largest.div_ceil(256),
+                    (256, 1, 1),
+                    chunk.len() as u32,
+                )?
+            };
+        }
+    }
+    Ok(())
+}
+
+/// `dst[i] = beta·src[i]` over a 4-D `extent` of `element`s, computed in f32; beta = 0 writes
+/// zeros without reading `src`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Scale4d {
+    pub element: crate::model::DType,
+    pub src: View4,
+    pub dst: View4,
+    pub extent: [usize; 4],
+    pub beta: f64,
+}
+
+impl Scale4d {
+    /// Enqueues the scale (nothing when it is empty).
+    ///
+    /// # Safety
+    /// As [`Copy4d::enqueue`] (`src` only when beta is not 0).
+    pub unsafe fn enqueue(&self, stream: &CudaStream) -> Result<(), Error> {
+        use crate::model::DType;
+        let entry: &'static CStr = match self.element {
+            DType::F16 => c"cutlass_aot_scale4_f16",
+            DType::Bf16 => c"cutlass_aot_scale4_bf16",
+            DType::F32 => c"cutlass_aot_scale4_f32",
+            other => {
+                return Err(Error::invalid(
+                    "4-D scale",
+                    format!("{other} elements cannot be scaled here (f16, bf16 or f32)"),
+                ))
+            }
+        };
+        let bytes = self.element.bits() as usize / 8;
+        if self.beta == 0.0 {
+            // Zeros: 16 bytes a thread where the view allows it.
+            let (_, dst, extent, unit) = widen(bytes, &self.dst, &self.dst, self.extent);
+            if unit == 16 {
+                let args = Scale4Args {
+                    src: dst,
+                    dst,
+                    extent: extent.map(|e| e as i64),
+                    beta: 0.0,
+                };
+                return unsafe { launch_elements(stream, c"cutlass_aot_zero4_b16", &args, extent) };
+            }
+        }
+        let args = Scale4Args {
+            src: self.src,
+            dst: self.dst,
+            extent: self.extent.map(|e| e as i64),
+            beta: self.beta,
+        };
+        unsafe { launch_elements(stream, entry, &args, self.extent) }
+    }
+}
+
+/// Launches 4-D support kernel `entry` with `args`, 256 threads a block, one element a thread.
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn launch_elements<T>(
+    stream: &CudaStream,
+    entry: &'static CStr,
+    args: &T,
+    extent: [usize; 4],
+) -> Result<(), Error> {
+    let elements = extent.iter().product::<usize>();
+    if elements == 0 {
+        return Ok(());
+    }
+    // Blocks of 256 threads, at most 16 per SM: the kernels loop over the rest.
+    unsafe { launch_with(stream, entry, args, elements.div_ceil(256), (256, 1, 1), 1) }
+}
+
 /// Launches support kernel `entry` with `args` over 32×32 tiles of `(rows, cols, batch)`.
 ///
 /// # Safety
@@ -167,6 +390,24 @@ unsafe fn launch<T>(
     entry: &'static CStr,
     args: &T,
     (rows, cols, batch): (usize, usize, usize),
+) -> Result<(), Error> {
+    let tiles = rows.div_ceil(32) * cols.div_ceil(32) * batch;
+    unsafe { launch_with(stream, entry, args, tiles, (32, 8, 1), 1) }
+}
+
+/// Launches support kernel `entry` with `args` on up to `work` blocks of `block` threads (times
+/// `grid_y`, a batch): enough to fill the device several times over; the kernels loop over the
+/// rest.
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn launch_with<T>(
+    stream: &CudaStream,
+    entry: &'static CStr,
+    args: &T,
+    work: usize,
+    block: (u32, u32, u32),
+    grid_y: u32,
 ) -> Result<(), Error> {
     const WHO: &str = "support kernels";
     let image = &crate::kernels::IMAGE_SUPPORT;
@@ -182,15 +423,13 @@ unsafe fn launch<T>(
         });
     }
     let device = crate::device::props(stream.context())?;
-    let tiles = rows.div_ceil(32) * cols.div_ceil(32) * batch;
-    // Enough blocks to fill the device several times over; the kernels loop over the rest.
-    let blocks = tiles.min(device.multiprocessors as usize * 16).max(1) as u32;
+    let blocks = work.min(device.multiprocessors as usize * 16).max(1) as u32;
     let mut params = [args as *const T as *mut c_void];
     unsafe {
         result::launch_kernel(
             function.function.cu_function(),
-            (blocks, 1, 1),
-            (32, 8, 1),
+            (blocks, grid_y.max(1), 1),
+            block,
             0,
             stream.cu_stream(),
             &mut params,
@@ -210,4 +449,33 @@ pub(crate) unsafe fn zero(stream: &CudaStream, address: sys::CUdeviceptr, bytes:
     unsafe { sys::cuMemsetD8Async(address, 0, bytes, stream.cu_stream()) }
         .result()
         .map_err(Error::driver("clearing staging memory"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_widen_to_16_byte_units_only_where_every_address_allows() {
+        // One stride phase of a [2, 8, 8, 32] f16 tensor: every other pixel, 64-byte channels.
+        let phase = View4 {
+            base: 0x1000 + 32 * 2,
+            strides: [8 * 8 * 32, 2 * 8 * 32, 2 * 32, 1],
+        };
+        let packed = View4 {
+            base: 0x8000,
+            strides: [4 * 4 * 32, 4 * 32, 32, 1],
+        };
+        let (s, d, extent, bytes) = widen(2, &phase, &packed, [2, 4, 4, 32]);
+        assert_eq!((bytes, extent), (16, [2, 4, 4, 4]));
+        assert_eq!(s.strides, [256, 64, 8, 1]);
+        assert_eq!(d.strides, [64, 16, 4, 1]);
+        // Three channels (6 bytes a pixel) stay elements, as does a base off 16 bytes.
+        assert_eq!(widen(2, &phase, &packed, [2, 4, 4, 3]).3, 2);
+        let odd = View4 {
+            base: 0x1002,
+            ..packed
+        };
+        assert_eq!(widen(2, &odd, &packed, [2, 4, 4, 32]).3, 2);
+    }
 }

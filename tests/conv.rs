@@ -168,9 +168,19 @@ fn supports_explains_each_refusal() {
     p.mode = ConvMode::Convolution;
     p.split_k_slices = 2;
     let reasons = hopper.supports(&p).unwrap_err().reasons.join("; ");
-    for needle in ["unit stride only", "does not split K", "cross-correlation only"] {
+    for needle in ["does not split K", "cross-correlation only"] {
         assert!(reasons.contains(needle), "missing `{needle}` in {reasons}");
     }
+    // A Hopper dgrad runs a strided dgrad as stride phases (unit dilation, every phase's last
+    // pixels inside some filter window).
+    assert!(hopper.supports(&strided).is_ok());
+    let dilated_strided = strided.dilation(2, 2).padding(2, 2);
+    let reasons = hopper.supports(&dilated_strided).unwrap_err().reasons.join("; ");
+    assert!(reasons.contains("need dilation 1"), "{reasons}");
+    let past_windows = f16_problem(ConvKind::Dgrad, [1, 6, 6, 8], [16, 3, 3]).stride(2, 2);
+    let reasons = hopper.supports(&past_windows).unwrap_err().reasons.join("; ");
+    assert!(reasons.contains("past every filter window"), "{reasons}");
+    assert!(strided_dgrad.supports(&past_windows).is_ok());
     // A stream-K kernel splits K, into at most as many slices as the conv's K has tiles
     // (⌈C/64⌉·R·S = 9 here).
     let stream_k = kernel("conv_fprop_f16_128x128x64_streamk_sm90");
@@ -296,6 +306,19 @@ fn host_params_of_every_conv_kernel() {
             let bytes =
                 conv::workspace_bytes(info, &split, &device).unwrap_or_else(|e| panic!("{}: {e}", info.name));
             assert!(bytes > 0, "{}: a split needs a workspace", info.name);
+        }
+        // A Hopper dgrad at stride 2 gathers the filter's taps into one sub-filter per stride
+        // phase, in its workspace.
+        if info.api() == Api::Cutlass3x && conv.kind == ConvKind::Dgrad && info.is_plain() {
+            let strided = operands(&p.stride(2, 2));
+            let bytes = conv::workspace_bytes(info, &strided, &device)
+                .unwrap_or_else(|e| panic!("{}: {e}", info.name));
+            let filter_bytes = 4 * align * 9 * c * g.b.element.bits() as usize / 8;
+            assert!(
+                bytes >= filter_bytes,
+                "{}: {bytes} bytes of workspace for a {filter_bytes}-byte filter's stride phases",
+                info.name
+            );
         }
     }
 }

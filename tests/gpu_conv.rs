@@ -286,12 +286,14 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
     let stream_k = info.design.split_k() == cutlass_aot::model::SplitK::StreamK;
     let strided_dgrad_2x =
         !is_3x && conv.kind == ConvKind::Dgrad && conv.stride_support == StrideSupport::Strided;
-    // Where a stride > 1 is refused: unity-stride dgrad kernels, Hopper dgrad (no strided path).
+    // Where a stride > 1 is refused: unity-stride dgrad kernels, and Hopper dgrad kernels with a
+    // fused activation (others run a strided dgrad as stride phases).
     let stride_refusal = match (conv.kind, is_3x, conv.stride_support) {
-        (ConvKind::Dgrad, true, _) => Some("stride"),
+        (ConvKind::Dgrad, true, _) if !info.is_plain() => Some("plain kernel"),
         (ConvKind::Dgrad, false, StrideSupport::Unity) => Some("unit stride"),
         _ => None,
     };
+    let hopper_dgrad = is_3x && conv.kind == ConvKind::Dgrad;
     let (c, k) = channels(info, 3, 3);
     let (c_big, k_big) = channels(info, 8, 2);
     let mut out: Vec<(String, GpuTest)> = Vec::new();
@@ -325,6 +327,27 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
     let mut beta = Case::new([2, 9, 9, c], [k, 3, 3]).pad(1);
     beta.scalars = (1.5, -0.75);
     add("beta_with_c", beta, None);
+    // Strided, with C: the pixels no tap reaches (three stride phases of four) get beta·C.
+    let mut beta_strided = Case::new([2, 8, 9, c], [k, 1, 1]).stride(2);
+    beta_strided.scalars = (1.5, -0.75);
+    add("1x1_stride2_beta_with_c", beta_strided, stride_refusal);
+    // Stride 3 with a 5x5 filter: phases of 1 and 2 taps, none empty; padding 2.
+    add(
+        "5x5_stride3_pad2",
+        Case::new([2, 13, 11, c], [k, 5, 5]).pad(2).stride(3),
+        stride_refusal,
+    );
+    // dx's last rows past every filter window (6 rows, 3 taps, stride 2, no padding): zero
+    // gradient, which a stride phase cannot express; Hopper dgrad refuses it.
+    add(
+        "3x3_stride2_rows_past_windows",
+        Case::new([2, 6, 6, c], [k, 3, 3]).stride(2),
+        if hopper_dgrad && info.is_plain() {
+            Some("past every filter window")
+        } else {
+            stride_refusal
+        },
+    );
     add(
         "resnet_like_14x14",
         Case::new([2, 14, 14, c_big], [k_big, 3, 3]).pad(1),
@@ -543,11 +566,7 @@ fn dispatch_cases() -> Vec<(String, GpuTest)> {
             beta.scalars = (0.5, 1.25);
             let mut beta_1x1 = Case::new([3, 7, 5, 32], [48, 1, 1]);
             beta_1x1.scalars = (2.0, -0.5);
-            let stride2 = if kind == ConvKind::Dgrad {
-                None
-            } else {
-                Some(Case::new([2, 15, 13, 16], [24, 3, 3]).pad(1).stride(2))
-            };
+            let stride2 = Some(Case::new([2, 15, 13, 16], [24, 3, 3]).pad(1).stride(2));
             let list = [
                 ("1x1", Some(Case::new([4, 14, 14, 64], [128, 1, 1])), false),
                 ("1x1_as_gemm", Some(Case::new([4, 14, 14, 64], [128, 1, 1])), true),

@@ -4,7 +4,7 @@
 pub const CUTLASS_AOT_ABI_VERSION: u32 = 4;
 pub const CUTLASS_AOT_MAX_FILLS: u32 = 4;
 pub const CUTLASS_AOT_GROUPED_ABI_VERSION: u32 = 1;
-pub const CUTLASS_AOT_CONV_ABI_VERSION: u32 = 1;
+pub const CUTLASS_AOT_CONV_ABI_VERSION: u32 = 2;
 #[repr(u32)]
 #[doc = " Result of a prepare call."]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -502,6 +502,8 @@ pub struct cutlass_aot_conv2d_args {
     pub q: i32,
     pub pad_h: i32,
     pub pad_w: i32,
+    pub pad_h_end: i32,
+    pub pad_w_end: i32,
     pub stride_h: i32,
     pub stride_w: i32,
     pub dilation_h: i32,
@@ -513,6 +515,7 @@ pub struct cutlass_aot_conv2d_args {
     pub ptr_b: *const ::core::ffi::c_void,
     pub ptr_c: *const ::core::ffi::c_void,
     pub ptr_d: *mut ::core::ffi::c_void,
+    pub cd_pixel_strides: [i64; 3usize],
     pub workspace: *mut ::core::ffi::c_void,
     pub workspace_capacity: u64,
     pub encode_tiled: cutlass_aot_encode_tiled_fn,
@@ -523,7 +526,7 @@ pub struct cutlass_aot_conv2d_args {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of cutlass_aot_conv2d_args"][::core::mem::size_of::<cutlass_aot_conv2d_args>() - 160usize];
+    ["Size of cutlass_aot_conv2d_args"][::core::mem::size_of::<cutlass_aot_conv2d_args>() - 192usize];
     ["Alignment of cutlass_aot_conv2d_args"][::core::mem::align_of::<cutlass_aot_conv2d_args>() - 8usize];
     ["Offset of field: cutlass_aot_conv2d_args::n"]
         [::core::mem::offset_of!(cutlass_aot_conv2d_args, n) - 0usize];
@@ -547,42 +550,48 @@ const _: () = {
         [::core::mem::offset_of!(cutlass_aot_conv2d_args, pad_h) - 36usize];
     ["Offset of field: cutlass_aot_conv2d_args::pad_w"]
         [::core::mem::offset_of!(cutlass_aot_conv2d_args, pad_w) - 40usize];
+    ["Offset of field: cutlass_aot_conv2d_args::pad_h_end"]
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, pad_h_end) - 44usize];
+    ["Offset of field: cutlass_aot_conv2d_args::pad_w_end"]
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, pad_w_end) - 48usize];
     ["Offset of field: cutlass_aot_conv2d_args::stride_h"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, stride_h) - 44usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, stride_h) - 52usize];
     ["Offset of field: cutlass_aot_conv2d_args::stride_w"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, stride_w) - 48usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, stride_w) - 56usize];
     ["Offset of field: cutlass_aot_conv2d_args::dilation_h"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, dilation_h) - 52usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, dilation_h) - 60usize];
     ["Offset of field: cutlass_aot_conv2d_args::dilation_w"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, dilation_w) - 56usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, dilation_w) - 64usize];
     ["Offset of field: cutlass_aot_conv2d_args::mode"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, mode) - 60usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, mode) - 68usize];
     ["Offset of field: cutlass_aot_conv2d_args::split_k_slices"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, split_k_slices) - 64usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, split_k_slices) - 72usize];
     ["Offset of field: cutlass_aot_conv2d_args::device_sms"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, device_sms) - 68usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, device_sms) - 76usize];
     ["Offset of field: cutlass_aot_conv2d_args::ptr_a"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, ptr_a) - 72usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, ptr_a) - 80usize];
     ["Offset of field: cutlass_aot_conv2d_args::ptr_b"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, ptr_b) - 80usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, ptr_b) - 88usize];
     ["Offset of field: cutlass_aot_conv2d_args::ptr_c"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, ptr_c) - 88usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, ptr_c) - 96usize];
     ["Offset of field: cutlass_aot_conv2d_args::ptr_d"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, ptr_d) - 96usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, ptr_d) - 104usize];
+    ["Offset of field: cutlass_aot_conv2d_args::cd_pixel_strides"]
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, cd_pixel_strides) - 112usize];
     ["Offset of field: cutlass_aot_conv2d_args::workspace"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, workspace) - 104usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, workspace) - 136usize];
     ["Offset of field: cutlass_aot_conv2d_args::workspace_capacity"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, workspace_capacity) - 112usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, workspace_capacity) - 144usize];
     ["Offset of field: cutlass_aot_conv2d_args::encode_tiled"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, encode_tiled) - 120usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, encode_tiled) - 152usize];
     ["Offset of field: cutlass_aot_conv2d_args::encode_im2col"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, encode_im2col) - 128usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, encode_im2col) - 160usize];
     ["Offset of field: cutlass_aot_conv2d_args::alpha"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, alpha) - 136usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, alpha) - 168usize];
     ["Offset of field: cutlass_aot_conv2d_args::beta"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, beta) - 144usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, beta) - 176usize];
     ["Offset of field: cutlass_aot_conv2d_args::activation_arg"]
-        [::core::mem::offset_of!(cutlass_aot_conv2d_args, activation_arg) - 152usize];
+        [::core::mem::offset_of!(cutlass_aot_conv2d_args, activation_arg) - 184usize];
 };
 impl Default for cutlass_aot_conv2d_args {
     fn default() -> Self {

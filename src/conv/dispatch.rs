@@ -15,7 +15,8 @@
 //!    problem, the lowest estimated time — waves of output tiles (times split-K slices) over the
 //!    SMs, or stream-K's even spread, each a tile's multiply-adds (a Hopper kernel's channels
 //!    rounded up to its tile at every filter tap) with a per-tile penalty, CUTLASS 2.x kernels at
-//!    65 % of a Hopper kernel's rate and analytic iterators at 75 % of the others'.
+//!    65 % of a Hopper kernel's rate and analytic iterators at 75 % of the others'; a strided dgrad
+//!    as the sum of its stride phases.
 //!
 //! The typed entry point is [`run`] with a [`Conv2d`] over the markers [`Fprop`], [`Dgrad`] and
 //! [`Wgrad`]; [`launch_raw`] takes untyped operands. Decisions are remembered per problem.
@@ -534,13 +535,45 @@ pub fn heuristic(
             if kernel.supports(&with_slices(problem, slices)).is_err() {
                 continue;
             }
-            let cost = estimated_cost(kernel, padded_extent(kernel, problem, (m, n, k)), slices, sms);
+            let cost = kernel_cost(kernel, problem, (m, n, k), slices, sms);
             if best.as_ref().map_or(true, |(c, ..)| cost < *c) {
                 best = Some((cost, kernel, slices));
             }
         }
     }
     best.map(|(_, kernel, slices)| (kernel, slices))
+}
+
+/// [`estimated_cost`] of `kernel` on `problem`, whose implicit GEMM is `(m, n, k)`. A strided dgrad
+/// costs the sum of its stride phases' unit-stride dgrads: a 3.x kernel launches one per phase
+/// ([`super::stride_phases`]), and CUTLASS 2.x's strided dgrad tiles each phase apart too, so
+/// neither pays for the taps that miss a pixel.
+fn kernel_cost(
+    kernel: &KernelInfo,
+    problem: &Conv2dProblem,
+    (m, n, k): (usize, usize, usize),
+    slices: usize,
+    sms: f64,
+) -> f64 {
+    if problem.kind == ConvKind::Dgrad && problem.stride != [1, 1] {
+        if let Ok(phases) = super::stride_phases::phases(problem) {
+            return phases
+                .iter()
+                .filter(|ph| ph.has_taps())
+                .filter_map(|ph| {
+                    let unit = ph.rules_problem(problem);
+                    let extent = unit.gemm_extent().ok()?;
+                    Some(estimated_cost(
+                        kernel,
+                        padded_extent(kernel, &unit, extent),
+                        slices,
+                        sms,
+                    ))
+                })
+                .sum();
+        }
+    }
+    estimated_cost(kernel, padded_extent(kernel, problem, (m, n, k)), slices, sms)
 }
 
 /// The split-K slice counts worth trying on `kernel`: powers of two up to 128 for a kernel that

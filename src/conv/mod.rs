@@ -18,6 +18,7 @@ use cudarc::driver::CudaStream;
 
 pub mod dispatch;
 mod problem;
+pub mod stride_phases;
 mod tensor;
 
 pub use problem::{Conv2dProblem, ConvMode};
@@ -263,6 +264,10 @@ pub unsafe fn launch_raw(
     let device = device::props(ctx)?;
     ctx.bind_to_thread()
         .map_err(Error::driver("binding the context"))?;
+    if stride_phases::applies(info, &operands.geometry) {
+        // SAFETY: as the caller promised.
+        return unsafe { stride_phases::launch_raw(info, stream, &device, operands, workspace) };
+    }
     let mut args = plan(info, operands, &device)?;
     if info.api() == Api::Cutlass3x {
         args.encode_tiled = crate::tma::encode_tiled(info.name)?;
@@ -286,13 +291,16 @@ pub unsafe fn launch_raw(
 }
 
 /// Bytes of workspace `info` needs for `operands` on `device` (0: none): serial split-K
-/// semaphores, parallel split-K partial sums, or stream-K partial tiles. What a caller's
-/// [`Workspace`] must hold.
+/// semaphores, parallel split-K partial sums, stream-K partial tiles, or a strided dgrad's
+/// sub-filters ([`stride_phases`]). What a caller's [`Workspace`] must hold.
 pub fn workspace_bytes(
     info: &'static KernelInfo,
     operands: &ConvOperands,
     device: &device::DeviceProps,
 ) -> Result<usize, Error> {
+    if stride_phases::applies(info, &operands.geometry) {
+        return stride_phases::workspace_bytes(info, operands, device);
+    }
     let mut args = plan(info, operands, device)?;
     args.workspace = std::ptr::null_mut();
     args.workspace_capacity = 0;
@@ -482,6 +490,8 @@ pub fn plan(
         q: int(q, "Q")?,
         pad_h: int(problem.pad[0], "the row padding")?,
         pad_w: int(problem.pad[1], "the column padding")?,
+        pad_h_end: int(problem.pad[0], "the row padding")?,
+        pad_w_end: int(problem.pad[1], "the column padding")?,
         stride_h: int(problem.stride[0], "the row stride")?,
         stride_w: int(problem.stride[1], "the column stride")?,
         dilation_h: int(problem.dilation[0], "the row dilation")?,
@@ -498,6 +508,7 @@ pub fn plan(
         ptr_b: ops.b.address as *const c_void,
         ptr_c: c.address as *const c_void,
         ptr_d: ops.d.address as *mut c_void,
+        cd_pixel_strides: [0; 3],
         workspace: std::ptr::null_mut(),
         workspace_capacity: 0,
         encode_tiled: None,

@@ -157,10 +157,21 @@ impl Conv2dProblem {
     /// K tiles of `tile_k` a CUTLASS 3.x conv kernel walks per output tile: its K mode is
     /// hierarchical, BLK_K tiles of the first (channel) extent times the filter positions (fprop:
     /// ⌈C/BLK_K⌉·R·S; dgrad: ⌈K/BLK_K⌉·R·S), or the flat N·P·Q for wgrad.
+    /// A strided dgrad runs as stride phases: the fewest any phase with taps has.
     pub fn k_tiles_3x(&self, tile_k: usize) -> usize {
         let tile_k = tile_k.max(1);
         match self.kind {
             ConvKind::Fprop => self.c.div_ceil(tile_k) * self.r * self.s,
+            ConvKind::Dgrad if self.stride != [1, 1] => {
+                let phases = super::stride_phases::phases(self).unwrap_or_default();
+                let taps = phases
+                    .iter()
+                    .filter(|ph| ph.has_taps())
+                    .map(|ph| ph.rows.taps * ph.cols.taps)
+                    .min()
+                    .unwrap_or(0);
+                self.k.div_ceil(tile_k) * taps
+            }
             ConvKind::Dgrad => self.k.div_ceil(tile_k) * self.r * self.s,
             ConvKind::Wgrad => {
                 let (p, q) = self.output_size().unwrap_or((0, 0));
@@ -291,13 +302,19 @@ impl Problem for Conv2dProblem {
             },
         );
         if !is_2x {
-            want(!(self.kind == ConvKind::Dgrad && strided), &|| {
-                format!(
-                    "stride {:?}: CUTLASS 3.x dgrad kernels compute unit stride only; use an arch 80 strided \
-                     dgrad kernel",
-                    self.stride
-                )
-            });
+            // A strided dgrad runs as unit-stride dgrads over the stride phases of dx.
+            if self.kind == ConvKind::Dgrad && strided {
+                if let Err(why) = super::stride_phases::phases(self) {
+                    want(false, &|| why.clone());
+                }
+                want(kernel.is_plain(), &|| {
+                    format!(
+                        "stride {:?}: a CUTLASS 3.x dgrad runs a strided dgrad as stride phases, and the pixels no \
+                         filter tap reaches get beta·C without this kernel's fused epilogue; use a plain kernel",
+                        self.stride
+                    )
+                });
+            }
             if kernel.design.split_k() == crate::model::SplitK::StreamK {
                 let tiles = self.k_tiles_3x(kernel.tile().k as usize);
                 want(self.split_k_slices <= tiles.max(1), &|| {

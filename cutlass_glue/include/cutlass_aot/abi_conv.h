@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a struct below changes; generated code and runtime must agree. */
-#define CUTLASS_AOT_CONV_ABI_VERSION 1
+#define CUTLASS_AOT_CONV_ABI_VERSION 2
 
 /**
  * The driver's `cuTensorMapEncodeIm2col`, passed in by the runtime (CUTLASS 3.x convolutions build
@@ -56,8 +56,10 @@ typedef struct cutlass_aot_conv2d_args {
   int32_t s;
   int32_t p; /* output height and width */
   int32_t q;
-  int32_t pad_h; /* zero padding on each side, in pixels */
+  int32_t pad_h; /* zero padding before the first row / column, in pixels */
   int32_t pad_w;
+  int32_t pad_h_end; /* zero padding after the last row / column: pad_h / pad_w but for one of */
+  int32_t pad_w_end; /* the stride phases of a strided dgrad (only CUTLASS 3.x kernels take it) */
   int32_t stride_h;
   int32_t stride_w;
   int32_t dilation_h;
@@ -70,6 +72,10 @@ typedef struct cutlass_aot_conv2d_args {
   const void *ptr_b;
   const void *ptr_c; /* never NULL: D itself when there is no C (then beta is 0 and C is not read) */
   void *ptr_d;
+  /* Element strides of C and D along their pixel modes (column, row, image): all 0 for packed
+   * tensors. Set for one stride phase of a strided dgrad, which writes every stride-th pixel of dx;
+   * only CUTLASS 3.x fprop and dgrad kernels take them, others refuse non-zero strides. */
+  int64_t cd_pixel_strides[3];
   void *workspace; /* device memory of `workspace_capacity` bytes, or NULL */
   uint64_t workspace_capacity;
   cutlass_aot_encode_tiled_fn encode_tiled;   /* required by CUTLASS 3.x kernels */

@@ -72,6 +72,13 @@ int32_t conv_2x_params(const cutlass_aot_conv2d_args *in, typename Kernel::Param
   using ElementA = typename Kernel::ElementA;
   using ElementB = typename Kernel::ElementB;
   using ElementC = typename Kernel::ElementC;
+  // CUTLASS 2.x convolutions pad both sides alike and read and write packed tensors: the stride
+  // phases of a strided dgrad (asymmetric padding, a strided view of dx) are for 3.x kernels; 2.x
+  // kernels run a strided dgrad whole.
+  if (in->pad_h_end != in->pad_h || in->pad_w_end != in->pad_w || in->cd_pixel_strides[0] != 0 ||
+      in->cd_pixel_strides[1] != 0 || in->cd_pixel_strides[2] != 0) {
+    return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
+  }
   if (!conv2d_problem_valid(in)) {
     return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
   }

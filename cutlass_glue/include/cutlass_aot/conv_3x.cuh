@@ -20,10 +20,17 @@
  * gemm_3x.cuh to `args->encode_tiled`. A failed encode of either kind makes prepare return
  * CUTLASS_AOT_ERROR_TMA_ENCODE with `launch->driver_error` set.
  *
- * Padding: PyTorch's symmetric `pad` on both sides. CUTLASS's output extent
+ * Padding: `pad_h`/`pad_w` before the first row/column and `pad_h_end`/`pad_w_end` after the last
+ * (PyTorch's symmetric padding has both equal). CUTLASS's output extent
  * 1 + (H + lower + upper - ((R - 1) * dilation + 1)) / stride floors exactly as PyTorch's does, and
- * so does the im2col TMA traversal (rows past the last full window are never read), so the upper
- * padding is `pad` as in CUTLASS's own library (conv_operation_3x.hpp); p and q must be that extent.
+ * so does the im2col TMA traversal (rows past the last full window are never read), so symmetric
+ * padding passes `pad` as the upper padding as CUTLASS's own library does (conv_operation_3x.hpp);
+ * p and q must be that extent.
+ *
+ * Strided dgrad runs as unit-stride dgrads, one per stride phase of dx (the runtime's
+ * conv::stride_phases): each has its own sub-filter and asymmetric padding, and writes every
+ * stride-th pixel of dx through `cd_pixel_strides`, which replace C's and D's packed pixel strides
+ * (TMA stores take any 16-byte multiple).
  *
  * This header must come before any CUTLASS header (and before gemm_3x.cuh): the driver-call
  * #defines have to be seen by CUTLASS's headers.
@@ -162,19 +169,31 @@ int32_t conv_3x_prepare(const cutlass_aot_conv2d_args *in, void *params_out,
   std::memset(launch, 0, sizeof(*launch));
   if (in->n <= 0 || in->h <= 0 || in->w <= 0 || in->c <= 0 || in->k <= 0 || in->r <= 0 ||
       in->s <= 0 || in->p <= 0 || in->q <= 0 || in->pad_h < 0 || in->pad_w < 0 ||
-      in->stride_h < 1 || in->stride_w < 1 || in->dilation_h < 1 || in->dilation_w < 1 ||
+      in->pad_h_end < 0 || in->pad_w_end < 0 || in->stride_h < 1 || in->stride_w < 1 || in->dilation_h < 1 || in->dilation_w < 1 ||
       in->split_k_slices <= 0) {
     return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
   }
   // The output extent the padding, stride and dilation give (PyTorch's, floored), which CUTLASS
   // computes the same way from symmetric padding.
-  auto extent = [](int64_t input, int64_t filter, int64_t pad, int64_t stride, int64_t dilation) {
-    int64_t span = input + 2 * pad - ((filter - 1) * dilation + 1);
+  auto extent = [](int64_t input, int64_t filter, int64_t pad, int64_t pad_end, int64_t stride,
+                   int64_t dilation) {
+    int64_t span = input + pad + pad_end - ((filter - 1) * dilation + 1);
     return span < 0 ? int64_t(0) : span / stride + 1;
   };
-  if (extent(in->h, in->r, in->pad_h, in->stride_h, in->dilation_h) != in->p ||
-      extent(in->w, in->s, in->pad_w, in->stride_w, in->dilation_w) != in->q) {
+  if (extent(in->h, in->r, in->pad_h, in->pad_h_end, in->stride_h, in->dilation_h) != in->p ||
+      extent(in->w, in->s, in->pad_w, in->pad_w_end, in->stride_w, in->dilation_w) != in->q) {
     return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
+  }
+  // C and D as a strided view (all three pixel strides) or packed (none).
+  const int64_t *cd_strides = in->cd_pixel_strides;
+  const bool cd_view = cd_strides[0] != 0 || cd_strides[1] != 0 || cd_strides[2] != 0;
+  if (cd_view) {
+    if (cd_strides[0] <= 0 || cd_strides[1] <= 0 || cd_strides[2] <= 0) {
+      return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
+    }
+    if constexpr (op == cutlass::conv::Operator::kWgrad) {
+      return CUTLASS_AOT_ERROR_NOT_SUPPORTED; // a filter gradient is never a view
+    }
   }
   // CUTLASS's sm90 convolutions compute cross-correlation only (their can_implement says so).
   if (in->mode != CUTLASS_AOT_CONV_CROSS_CORRELATION) {
@@ -214,7 +233,7 @@ int32_t conv_3x_prepare(const cutlass_aot_conv2d_args *in, void *params_out,
   using Spatial = typename ProblemShape::SpatialExtent;
   ProblemShape problem(cutlass::conv::Mode::kCrossCorrelation, Extent{in->n, in->h, in->w, in->c},
                        Extent{in->k, in->r, in->s, in->c}, Spatial{in->pad_h, in->pad_w},
-                       Spatial{in->pad_h, in->pad_w}, Spatial{in->stride_h, in->stride_w},
+                       Spatial{in->pad_h_end, in->pad_w_end}, Spatial{in->stride_h, in->stride_w},
                        Spatial{in->dilation_h, in->dilation_w}, 1);
   // The output grid CUTLASS derived must be the caller's p × q (checked above; defensive).
   {
@@ -233,8 +252,8 @@ int32_t conv_3x_prepare(const cutlass_aot_conv2d_args *in, void *params_out,
   args.epilogue.ptr_C = static_cast<ElementC const *>(in->ptr_c);
   args.epilogue.ptr_D = static_cast<ElementD *>(in->ptr_d);
   // C/D strides as CUTLASS's library sets them (conv_operation_3x.hpp): fprop and dgrad outputs
-  // are ((W,H,N) spatial modes, channel, _0) from the packed NHWC / NPQK strides in reverse; the
-  // wgrad output is (K, (C,S,R), _0) from the packed KRSC strides.
+  // are ((W,H,N) spatial modes, channel, _0) from the packed NHWC / NPQK strides in reverse (or
+  // the caller's view); the wgrad output is (K, (C,S,R), _0) from the packed KRSC strides.
   StrideC dC{};
   StrideD dD{};
   if constexpr (op == cutlass::conv::Operator::kWgrad) {
@@ -247,6 +266,22 @@ int32_t conv_3x_prepare(const cutlass_aot_conv2d_args *in, void *params_out,
     cute::for_each(cute::make_seq<cute::rank<0>(StrideD{})>{}, [&](auto i) {
       cute::get<0, i>(dD) = problem.stride_C[ProblemShape::RankT - 2 - i];
     });
+    if (cd_view) {
+      static_assert(cute::rank<0>(StrideD{}) == 3, "2-D conv outputs have (W, H, N) pixel modes");
+      for (int i = 0; i < 3; ++i) {
+        // TMA: every stride a whole number of 16-byte units.
+        if (!conv_3x::tma_aligned_extent<ElementC>(cd_strides[i]) ||
+            !conv_3x::tma_aligned_extent<ElementD>(cd_strides[i])) {
+          return CUTLASS_AOT_ERROR_MISALIGNED_OPERAND;
+        }
+      }
+      cute::get<0, 0>(dC) = cd_strides[0];
+      cute::get<0, 1>(dC) = cd_strides[1];
+      cute::get<0, 2>(dC) = cd_strides[2];
+      cute::get<0, 0>(dD) = cd_strides[0];
+      cute::get<0, 1>(dD) = cd_strides[1];
+      cute::get<0, 2>(dD) = cd_strides[2];
+    }
   }
   args.epilogue.dC = dC;
   args.epilogue.dD = dD;

@@ -1,15 +1,21 @@
 // Support kernels of the runtime (no CUTLASS): the strided copies that stage an operand no kernel
 // can read as it lies (a misaligned address or leading dimension, a layout no kernel takes) into an
-// aligned workspace copy, and the 3xTF32 split of f32 operands for Hopper's TF32 kernels.
+// aligned workspace copy, the 3xTF32 split of f32 operands for Hopper's TF32 kernels, and the 4-D
+// copy and scale of the stride phases of a strided dgrad.
 //
 // Every kernel takes one struct by value (the runtime checks its size against the driver's) and
-// walks 32x32 tiles of a batch of matrices with a grid-stride loop, so any extent and batch count
-// works with any grid. A tile goes through shared memory: the reads are coalesced along the
+// loops grid-stride, so any extent works with any grid: the 2-D ones over 32x32 tiles of a batch
+// of matrices, the 4-D ones over single elements. A tile goes through shared memory: the reads are coalesced along the
 // source's contiguous dimension and the writes along the destination's, so a transposing copy is
 // as fast as a straight one.
 #pragma once
 
 #include <stdint.h>
+
+#ifdef CUTLASS_AOT_DEVICE_PASS
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
 
 #ifdef CUTLASS_AOT_DEVICE_PASS
 
@@ -142,5 +148,114 @@ extern "C" __global__ void __launch_bounds__(256) cutlass_aot_split_tf32(
         for (int p = 0; p < 3; ++p) out[p * a.part_stride] = (a.small_parts >> p) & 1 ? small : big;
       });
 }
+
+// A 4-D tensor view: element (i0, i1, i2, i3) lies at base + sum(i_d * strides[d]) (in elements).
+struct cutlass_aot_view4 {
+  uint64_t base;
+  int64_t strides[4];
+};
+
+// dst[i] = src[i] over `extent` (the stride phases of a strided dgrad: a sub-filter gathered out of
+// a filter).
+struct cutlass_aot_copy4_args {
+  cutlass_aot_view4 src;
+  cutlass_aot_view4 dst;
+  int64_t extent[4];
+};
+
+// Up to 16 such copies in one launch (blockIdx.y picks one): a strided dgrad's sub-filters, whose
+// separate launches would each cost more than their copy.
+#define CUTLASS_AOT_COPY4_BATCH 16
+struct cutlass_aot_copy4_batch_args {
+  int32_t count;
+  int32_t reserved;
+  cutlass_aot_copy4_args copies[CUTLASS_AOT_COPY4_BATCH];
+};
+
+// dst[i] = beta * src[i] over `extent`, in f32 and rounded to the element type; beta = 0 writes
+// zeros without reading src (the stride phases of a strided dgrad that no filter tap reaches).
+struct cutlass_aot_scale4_args {
+  cutlass_aot_view4 src;
+  cutlass_aot_view4 dst;
+  int64_t extent[4];
+  double beta;
+};
+
+namespace cutlass_aot_support {
+
+// Calls `body(offset_in_src, offset_in_dst)` for every element of `extent`, one thread per element
+// with a grid-stride loop (i3 fastest, so consecutive threads touch consecutive channels).
+template <typename Body>
+__device__ void for_each_4d(const cutlass_aot_view4& src, const cutlass_aot_view4& dst,
+                            const int64_t (&extent)[4], Body body) {
+  const int64_t total = extent[0] * extent[1] * extent[2] * extent[3];
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = e;
+    int64_t src_at = 0, dst_at = 0;
+#pragma unroll
+    for (int d = 3; d >= 0; --d) {
+      const int64_t i = rest % extent[d];
+      rest /= extent[d];
+      src_at += i * src.strides[d];
+      dst_at += i * dst.strides[d];
+    }
+    body(src_at, dst_at);
+  }
+}
+
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(float x) { return x; }
+template <typename T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+
+}  // namespace cutlass_aot_support
+
+// The runtime widens elements to 16 bytes (uint4) wherever the views allow it.
+#define CUTLASS_AOT_COPY4_ENTRY(BYTES, T)                                                      \
+  extern "C" __global__ void __launch_bounds__(256) cutlass_aot_copy4_b##BYTES(               \
+      const cutlass_aot_copy4_batch_args batch) {                                              \
+    if (blockIdx.y >= batch.count) return;                                                     \
+    const cutlass_aot_copy4_args& a = batch.copies[blockIdx.y];                                \
+    const T* src = reinterpret_cast<const T*>(a.src.base);                                     \
+    T* dst = reinterpret_cast<T*>(a.dst.base);                                                 \
+    cutlass_aot_support::for_each_4d(a.src, a.dst, a.extent,                                   \
+                                     [&](int64_t s, int64_t d) { dst[d] = src[s]; });          \
+  }
+
+CUTLASS_AOT_COPY4_ENTRY(1, uint8_t)
+CUTLASS_AOT_COPY4_ENTRY(2, uint16_t)
+CUTLASS_AOT_COPY4_ENTRY(4, uint32_t)
+CUTLASS_AOT_COPY4_ENTRY(8, uint64_t)
+CUTLASS_AOT_COPY4_ENTRY(16, uint4)
+
+// Zeros over a 4-D view of 16-byte units (the widened beta = 0 case of the scale below).
+extern "C" __global__ void __launch_bounds__(256) cutlass_aot_zero4_b16(
+    const cutlass_aot_scale4_args a) {
+  uint4* dst = reinterpret_cast<uint4*>(a.dst.base);
+  cutlass_aot_support::for_each_4d(a.dst, a.dst, a.extent,
+                                   [&](int64_t, int64_t d) { dst[d] = make_uint4(0, 0, 0, 0); });
+}
+
+#define CUTLASS_AOT_SCALE4_ENTRY(NAME, T)                                                      \
+  extern "C" __global__ void __launch_bounds__(256) cutlass_aot_scale4_##NAME(                \
+      const cutlass_aot_scale4_args a) {                                                       \
+    using namespace cutlass_aot_support;                                                       \
+    const T* src = reinterpret_cast<const T*>(a.src.base);                                     \
+    T* dst = reinterpret_cast<T*>(a.dst.base);                                                 \
+    const float beta = static_cast<float>(a.beta);                                             \
+    for_each_4d(a.src, a.dst, a.extent, [&](int64_t s, int64_t d) {                            \
+      dst[d] = beta == 0.0f ? from_float<T>(0.0f) : from_float<T>(beta * to_float(src[s]));    \
+    });                                                                                        \
+  }
+
+CUTLASS_AOT_SCALE4_ENTRY(f16, __half)
+CUTLASS_AOT_SCALE4_ENTRY(bf16, __nv_bfloat16)
+CUTLASS_AOT_SCALE4_ENTRY(f32, float)
 
 #endif  // CUTLASS_AOT_DEVICE_PASS
