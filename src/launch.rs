@@ -21,12 +21,11 @@ use crate::params::Prepared;
 /// context must be current on this thread.
 pub(crate) unsafe fn enqueue(
     function: sys::CUfunction,
-    stream: &CudaStream,
+    cu_stream: sys::CUstream,
     launch: &abi::cutlass_aot_launch,
     params: *const u8,
     workspace: sys::CUdeviceptr,
 ) -> Result<(), Error> {
-    let cu_stream = stream.cu_stream();
     let fills = &launch.fills[..(launch.fill_count as usize).min(launch.fills.len())];
     for fill in fills {
         let at = workspace + fill.offset;
@@ -100,6 +99,33 @@ pub(crate) unsafe fn enqueue_prepared(
     prepared: &Prepared,
     workspace: u64,
 ) -> Result<(), Error> {
+    unsafe {
+        enqueue_prepared_on(
+            info,
+            entry,
+            stream,
+            stream.cu_stream(),
+            device,
+            prepared,
+            workspace,
+        )
+    }
+}
+
+/// [`enqueue_prepared`] on `on`, a stream of `stream`'s context other than `stream` (a side stream
+/// of [`crate::side_streams`]).
+///
+/// # Safety
+/// As [`enqueue_prepared`]; `on` belongs to `stream`'s context.
+pub(crate) unsafe fn enqueue_prepared_on(
+    info: &'static KernelInfo,
+    entry: &'static std::ffi::CStr,
+    stream: &CudaStream,
+    on: sys::CUstream,
+    device: &device::DeviceProps,
+    prepared: &Prepared,
+    workspace: u64,
+) -> Result<(), Error> {
     let launch = &prepared.launch;
     if launch.shared_mem_bytes > device.max_shared_memory_per_block_optin {
         return Err(Error::UnsupportedDevice {
@@ -127,7 +153,7 @@ pub(crate) unsafe fn enqueue_prepared(
     unsafe {
         crate::launch::enqueue(
             function.function.cu_function(),
-            stream,
+            on,
             launch,
             prepared.params_ptr(),
             workspace,

@@ -44,6 +44,7 @@ mod launch;
 mod matrix;
 mod params;
 mod registry;
+mod side_streams;
 mod support;
 pub mod tma;
 mod types;

@@ -69,6 +69,10 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
         include_str!("../../cutlass_glue/include/cutlass_aot/conv_3x_cooperative.hpp"),
     ),
     (
+        "cutlass_aot/launch_shape.hpp",
+        include_str!("../../cutlass_glue/include/cutlass_aot/launch_shape.hpp"),
+    ),
+    (
         "cutlass_aot/support.cuh",
         include_str!("../../cutlass_glue/include/cutlass_aot/support.cuh"),
     ),

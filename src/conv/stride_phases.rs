@@ -13,7 +13,9 @@
 //!   dy's P.
 //!
 //! No multiply is wasted: each tap serves exactly one phase. A phase no tap reaches (a 1×1 filter at
-//! stride 2 reaches one phase of four) is `beta·C`, or zeros.
+//! stride 2 reaches one phase of four) is `beta·C`, or zeros. The phases are independent (they
+//! read the same dy and write disjoint pixels of dx) and run concurrently on side streams, fenced
+//! to the caller's stream.
 //!
 //! What it needs:
 //! - **Unit dilation.**
@@ -252,8 +254,8 @@ fn filter_views(
     (src, dst)
 }
 
-/// Bytes of scratch memory a phased launch of `info` needs: the kernel's workspace (the largest
-/// any phase asks for) and the sub-filters.
+/// Bytes of scratch memory a phased launch of `info` needs: a kernel workspace per phase (the
+/// largest any phase asks for; the phases run concurrently) and the sub-filters.
 pub(crate) fn workspace_bytes(
     info: &'static KernelInfo,
     operands: &ConvOperands,
@@ -264,7 +266,8 @@ pub(crate) fn workspace_bytes(
     let phases = phases(&problem).map_err(|m| Error::invalid(info.name, m))?;
     let layout = layout(&phases, &problem, info.gemm().b.element);
     let kernel = kernel_workspace(info, &full, &problem, &phases)?;
-    Ok(kernel + layout.bytes)
+    let launches = phases.iter().filter(|ph| ph.has_taps()).count();
+    Ok(kernel * launches + layout.bytes)
 }
 
 /// The largest workspace any phase's kernel asks for (256-byte multiple).
@@ -293,8 +296,8 @@ fn kernel_workspace(
 
 /// Launches the strided dgrad `operands` on 3.x kernel `info` as its stride phases: the
 /// sub-filters gathered into scratch memory, then one unit-stride dgrad per phase (or `beta·C`
-/// where no tap reaches it), all on `stream`. Every phase's Params are built before anything is
-/// enqueued.
+/// where no tap reaches it), the phases concurrently on side streams fenced to `stream` before and
+/// after. Every phase's Params are built before anything is enqueued.
 ///
 /// # Safety
 /// As [`super::launch_raw`].
@@ -314,13 +317,16 @@ pub(crate) unsafe fn launch_raw(
     let element_bytes = element.bits() as usize / 8;
     let layout = layout(&phases, &problem, element);
     let kernel_bytes = kernel_workspace(info, &full, &problem, &phases)?;
+    // The phases run concurrently (below): each kernel its own workspace.
+    let launches = phases.iter().filter(|ph| ph.has_taps()).count();
+    let workspaces = kernel_bytes * launches;
     let mut scratch = Scratch::of(stream, workspace);
-    let (base, _) = scratch.at_least(stream, kernel_bytes + layout.bytes)?;
-    let filters_at = base + kernel_bytes as u64;
+    let (base, _) = scratch.at_least(stream, workspaces + layout.bytes)?;
+    let filters_at = base + workspaces as u64;
 
     // Params of every phase first: an error leaves nothing enqueued.
     let c_given = operands.c.is_some();
-    let mut kernels: Vec<(Prepared, Copy4d)> = Vec::new();
+    let mut kernels: Vec<(Prepared, Copy4d, u64)> = Vec::new();
     let mut fills: Vec<Scale4d> = Vec::new();
     for (ph, offset) in phases.iter().zip(&layout.filters) {
         let Some(offset) = offset else {
@@ -337,8 +343,9 @@ pub(crate) unsafe fn launch_raw(
             continue;
         };
         let filter = filters_at + *offset as u64;
+        let own_workspace = base + (kernel_bytes * kernels.len()) as u64;
         let mut args = phase_args(&full, &problem, ph, filter, element_bytes);
-        args.workspace = base as *mut c_void;
+        args.workspace = own_workspace as *mut c_void;
         args.workspace_capacity = kernel_bytes as u64;
         let prepared = info
             .prepare_conv_status(&args)?
@@ -355,19 +362,37 @@ pub(crate) unsafe fn launch_raw(
             dst,
             extent: [problem.k, ph.rows.taps, ph.cols.taps, problem.c],
         };
-        kernels.push((prepared, gather));
+        kernels.push((prepared, gather, own_workspace));
     }
     // SAFETY: the views lie inside the caller's filter, dx and C (checked by `plan`) and the
-    // scratch just sized for them; the kernels share one workspace, one after another.
-    let gathers: Vec<Copy4d> = kernels.iter().map(|(_, gather)| *gather).collect();
+    // scratch just sized for them.
+    let gathers: Vec<Copy4d> = kernels.iter().map(|(_, gather, _)| *gather).collect();
     unsafe { crate::support::copy4_batch(stream, &gathers)? };
-    for (prepared, _) in &kernels {
-        unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, device, prepared, base)? };
-    }
-    for fill in &fills {
-        unsafe { fill.enqueue(stream)? };
-    }
-    Ok(())
+    // The phases read the same dy and write disjoint pixels of dx: side streams run them
+    // concurrently, so that one phase's last wave overlaps the next phase's first. The caller's
+    // stream waits for all of them before anything it enqueues later.
+    let fork = crate::side_streams::fork(stream, kernels.len())?;
+    let enqueued = kernels
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, (prepared, _, own_workspace))| {
+            let on = fork.stream(i);
+            unsafe {
+                crate::launch::enqueue_prepared_on(
+                    info,
+                    info.entry,
+                    stream,
+                    on,
+                    device,
+                    prepared,
+                    *own_workspace,
+                )
+            }
+        })
+        .and_then(|()| fills.iter().try_for_each(|fill| unsafe { fill.enqueue(stream) }));
+    // Joined even after an error: whatever was enqueued stays ordered before the caller's next work.
+    let joined = fork.join();
+    enqueued.and(joined)
 }
 
 /// dx's pixels of phase `ph` at `d` as a 4-D view (images, rows, columns, channels).

@@ -651,7 +651,7 @@ unsafe fn enqueue_setup(
     unsafe {
         crate::launch::enqueue(
             function.function.cu_function(),
-            stream,
+            stream.cu_stream(),
             &launch,
             (setup as *const abi::cutlass_aot_grouped_setup_args).cast(),
             0,

@@ -156,20 +156,12 @@ int32_t conv_2x_prepare(const cutlass_aot_conv2d_args *in, void *params_out, siz
   }
   typename Kernel::ThreadblockSwizzle swizzle;
   dim3 grid = swizzle.get_grid_shape(params.grid_tiled_shape);
-  if (grid.y > 65535u || grid.z > 65535u) {
-    return CUTLASS_AOT_ERROR_GRID_TOO_LARGE;
+  status = set_launch_shape(launch, grid, dim3(32 * Device::kWarpCount), dim3(1, 1, 1),
+                            sizeof(typename Kernel::SharedStorage), sizeof(Params));
+  if (status == CUTLASS_AOT_OK) {
+    std::memcpy(params_out, &params, sizeof(Params));
   }
-  std::memcpy(params_out, &params, sizeof(Params));
-  launch->grid[0] = grid.x;
-  launch->grid[1] = grid.y;
-  launch->grid[2] = grid.z;
-  launch->block[0] = 32 * Device::kWarpCount;
-  launch->block[1] = 1;
-  launch->block[2] = 1;
-  launch->cluster[0] = launch->cluster[1] = launch->cluster[2] = 1;
-  launch->shared_mem_bytes = static_cast<uint32_t>(sizeof(typename Kernel::SharedStorage));
-  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
-  return CUTLASS_AOT_OK;
+  return status;
 }
 
 /// Params of the split-K reduction after a parallel conv kernel: it adds the slices' partial sums
@@ -214,20 +206,12 @@ int32_t conv_split_k_reduce_prepare(const cutlass_aot_conv2d_args *in, void *par
                                                                    in->activation_arg));
   dim3 grid = Reduction::grid_shape(extent);
   dim3 block = Reduction::block_shape();
-  if (grid.y > 65535u) {
-    return CUTLASS_AOT_ERROR_GRID_TOO_LARGE;
+  status = set_launch_shape(launch, dim3(grid.x, grid.y), dim3(block.x, block.y), dim3(1, 1, 1), 0,
+                            sizeof(Params));
+  if (status == CUTLASS_AOT_OK) {
+    std::memcpy(params_out, &params, sizeof(Params));
   }
-  std::memcpy(params_out, &params, sizeof(Params));
-  launch->grid[0] = grid.x;
-  launch->grid[1] = grid.y;
-  launch->grid[2] = 1;
-  launch->block[0] = block.x;
-  launch->block[1] = block.y;
-  launch->block[2] = 1;
-  launch->cluster[0] = launch->cluster[1] = launch->cluster[2] = 1;
-  launch->shared_mem_bytes = 0;
-  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
-  return CUTLASS_AOT_OK;
+  return status;
 }
 
 } // namespace cutlass_aot

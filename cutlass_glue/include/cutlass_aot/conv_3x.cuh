@@ -309,19 +309,10 @@ int32_t conv_3x_prepare(const cutlass_aot_conv2d_args *in, void *params_out,
     return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
   }
 
-  size_t workspace_bytes = Kernel::get_workspace_size(args);
-  launch->workspace_bytes = workspace_bytes;
-  if (workspace_bytes > 0 && (in->workspace == nullptr || workspace_bytes > in->workspace_capacity)) {
-    return CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL;
-  }
-  if (workspace_bytes > 0) {
-    RecordingAdapter adapter;
-    adapter.workspace = static_cast<char *>(in->workspace);
-    adapter.record = launch;
-    cutlass::Status init = Kernel::initialize_workspace(args, in->workspace, nullptr, &adapter);
-    if (init != cutlass::Status::kSuccess || adapter.overflow) {
-      return CUTLASS_AOT_ERROR_INTERNAL;
-    }
+  int32_t workspace_status =
+      prepare_workspace_3x<Kernel>(args, in->workspace, in->workspace_capacity, launch);
+  if (workspace_status != CUTLASS_AOT_OK) {
+    return workspace_status;
   }
 
   // gemm_3x.cuh's tiled hook reads the encode function from a GEMM args struct: hand it one that
@@ -340,23 +331,8 @@ int32_t conv_3x_prepare(const cutlass_aot_conv2d_args *in, void *params_out,
   }
   std::memcpy(params_out, &params, sizeof(Params));
 
-  dim3 grid = Kernel::get_grid_shape(params);
-  dim3 block = Kernel::get_block_shape();
-  if (grid.y > 65535u || grid.z > 65535u) {
-    return CUTLASS_AOT_ERROR_GRID_TOO_LARGE;
-  }
-  launch->grid[0] = grid.x;
-  launch->grid[1] = grid.y;
-  launch->grid[2] = grid.z;
-  launch->block[0] = block.x;
-  launch->block[1] = block.y;
-  launch->block[2] = block.z;
-  launch->cluster[0] = cute::size<0>(ClusterShape{});
-  launch->cluster[1] = cute::size<1>(ClusterShape{});
-  launch->cluster[2] = cute::size<2>(ClusterShape{});
-  launch->shared_mem_bytes = static_cast<uint32_t>(Kernel::SharedStorageSize);
-  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
-  return CUTLASS_AOT_OK;
+  return set_launch_shape(launch, Kernel::get_grid_shape(params), Kernel::get_block_shape(),
+                          cluster_dims<ClusterShape>(), Kernel::SharedStorageSize, sizeof(Params));
 }
 
 } // namespace cutlass_aot

@@ -26,6 +26,7 @@
 #include <cutlass/reduction/thread/reduction_operators.h>
 
 #include "cutlass_aot/abi.h"
+#include "cutlass_aot/launch_shape.hpp"
 
 namespace cutlass_aot {
 
@@ -187,17 +188,8 @@ int32_t gemm_2x_prepare(const cutlass_aot_gemm_args *in, void *params_out, size_
   }
   params.semaphore = static_cast<int *>(in->workspace);
   std::memcpy(params_out, &params, sizeof(Params));
-
-  launch->grid[0] = grid.x;
-  launch->grid[1] = grid.y;
-  launch->grid[2] = grid.z;
-  launch->block[0] = Kernel::kThreadCount;
-  launch->block[1] = 1;
-  launch->block[2] = 1;
-  launch->cluster[0] = launch->cluster[1] = launch->cluster[2] = 1;
-  launch->shared_mem_bytes = static_cast<uint32_t>(sizeof(typename Kernel::SharedStorage));
-  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
-  return CUTLASS_AOT_OK;
+  return set_launch_shape(launch, grid, dim3(Kernel::kThreadCount), dim3(1, 1, 1),
+                          sizeof(typename Kernel::SharedStorage), sizeof(Params));
 }
 
 /// Params of the split-K reduction that follows a parallel GEMM: it adds the slices the GEMM
@@ -240,20 +232,12 @@ int32_t split_k_reduce_prepare(const cutlass_aot_gemm_args *in, void *params_out
                 epilogue_params<typename Reduction::OutputOp>(in, in->alpha, in->beta));
   dim3 grid = Reduction::grid_shape(extent);
   dim3 block = Reduction::block_shape();
-  if (grid.y > 65535u) {
-    return CUTLASS_AOT_ERROR_GRID_TOO_LARGE;
+  int32_t shape = set_launch_shape(launch, dim3(grid.x, grid.y), dim3(block.x, block.y),
+                                   dim3(1, 1, 1), 0, sizeof(Params));
+  if (shape == CUTLASS_AOT_OK) {
+    std::memcpy(params_out, &params, sizeof(Params));
   }
-  std::memcpy(params_out, &params, sizeof(Params));
-  launch->grid[0] = grid.x;
-  launch->grid[1] = grid.y;
-  launch->grid[2] = 1;
-  launch->block[0] = block.x;
-  launch->block[1] = block.y;
-  launch->block[2] = 1;
-  launch->cluster[0] = launch->cluster[1] = launch->cluster[2] = 1;
-  launch->shared_mem_bytes = 0;
-  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
-  return CUTLASS_AOT_OK;
+  return shape;
 }
 
 } // namespace cutlass_aot

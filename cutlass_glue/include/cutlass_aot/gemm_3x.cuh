@@ -20,6 +20,7 @@
 #include <cuda.h>
 
 #include "cutlass_aot/abi.h"
+#include "cutlass_aot/launch_shape.hpp"
 
 namespace cutlass_aot {
 
@@ -121,6 +122,36 @@ protected:
     return cutlass::Status::kSuccess;
   }
 };
+
+/// The thread-block cluster of a 3.x kernel as launch dimensions.
+template <class ClusterShape> dim3 cluster_dims() {
+  return dim3(cute::size<0>(ClusterShape{}), cute::size<1>(ClusterShape{}),
+              cute::size<2>(ClusterShape{}));
+}
+
+/// A 3.x kernel's workspace for `args`: its size into `launch`; refused when `workspace` (of
+/// `capacity` bytes) is missing or too small; CUTLASS's initialization fills recorded into
+/// `launch` (the runtime enqueues them before the kernel) instead of enqueued here.
+template <class Kernel>
+int32_t prepare_workspace_3x(typename Kernel::Arguments const &args, void *workspace,
+                             uint64_t capacity, cutlass_aot_launch *launch) {
+  size_t workspace_bytes = Kernel::get_workspace_size(args);
+  launch->workspace_bytes = workspace_bytes;
+  if (workspace_bytes == 0) {
+    return CUTLASS_AOT_OK;
+  }
+  if (workspace == nullptr || workspace_bytes > capacity) {
+    return CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL;
+  }
+  RecordingAdapter adapter;
+  adapter.workspace = static_cast<char *>(workspace);
+  adapter.record = launch;
+  cutlass::Status init = Kernel::initialize_workspace(args, workspace, nullptr, &adapter);
+  if (init != cutlass::Status::kSuccess || adapter.overflow) {
+    return CUTLASS_AOT_ERROR_INTERNAL;
+  }
+  return CUTLASS_AOT_OK;
+}
 
 /// Whether a tile scheduler's Arguments have `splits` (the stream-K scheduler's split-K factor).
 template <class T, class = void> struct has_splits : std::false_type {};
@@ -301,19 +332,10 @@ int32_t gemm_3x_prepare(const cutlass_aot_gemm_args *in, void *params_out, size_
     return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
   }
 
-  size_t workspace_bytes = Kernel::get_workspace_size(args);
-  launch->workspace_bytes = workspace_bytes;
-  if (workspace_bytes > 0 && (in->workspace == nullptr || workspace_bytes > in->workspace_capacity)) {
-    return CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL;
-  }
-  if (workspace_bytes > 0) {
-    RecordingAdapter adapter;
-    adapter.workspace = static_cast<char *>(in->workspace);
-    adapter.record = launch;
-    cutlass::Status init = Kernel::initialize_workspace(args, in->workspace, nullptr, &adapter);
-    if (init != cutlass::Status::kSuccess || adapter.overflow) {
-      return CUTLASS_AOT_ERROR_INTERNAL;
-    }
+  int32_t workspace_status =
+      prepare_workspace_3x<Kernel>(args, in->workspace, in->workspace_capacity, launch);
+  if (workspace_status != CUTLASS_AOT_OK) {
+    return workspace_status;
   }
 
   tma_args = in;
@@ -326,23 +348,8 @@ int32_t gemm_3x_prepare(const cutlass_aot_gemm_args *in, void *params_out, size_
   }
   std::memcpy(params_out, &params, sizeof(Params));
 
-  dim3 grid = Kernel::get_grid_shape(params);
-  dim3 block = Kernel::get_block_shape();
-  if (grid.y > 65535u || grid.z > 65535u) {
-    return CUTLASS_AOT_ERROR_GRID_TOO_LARGE;
-  }
-  launch->grid[0] = grid.x;
-  launch->grid[1] = grid.y;
-  launch->grid[2] = grid.z;
-  launch->block[0] = block.x;
-  launch->block[1] = block.y;
-  launch->block[2] = block.z;
-  launch->cluster[0] = cute::size<0>(ClusterShape{});
-  launch->cluster[1] = cute::size<1>(ClusterShape{});
-  launch->cluster[2] = cute::size<2>(ClusterShape{});
-  launch->shared_mem_bytes = static_cast<uint32_t>(Kernel::SharedStorageSize);
-  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
-  return CUTLASS_AOT_OK;
+  return set_launch_shape(launch, Kernel::get_grid_shape(params), Kernel::get_block_shape(),
+                          cluster_dims<ClusterShape>(), Kernel::SharedStorageSize, sizeof(Params));
 }
 
 } // namespace cutlass_aot

@@ -190,17 +190,8 @@ int32_t prepare(const cutlass_aot_grouped_args *in, void *params_out, size_t par
   new (storage) Params(args, workspace, tile_count);
   asm volatile("" : : "r"(storage) : "memory");
   std::memcpy(params_out, storage, sizeof(Params));
-
-  launch->grid[0] = uint32_t(threadblocks);
-  launch->grid[1] = 1;
-  launch->grid[2] = 1;
-  launch->block[0] = Kernel::kThreadCount;
-  launch->block[1] = 1;
-  launch->block[2] = 1;
-  launch->cluster[0] = launch->cluster[1] = launch->cluster[2] = 1;
-  launch->shared_mem_bytes = static_cast<uint32_t>(sizeof(typename Kernel::SharedStorage));
-  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
-  return CUTLASS_AOT_OK;
+  return set_launch_shape(launch, dim3(uint32_t(threadblocks)), dim3(Kernel::kThreadCount),
+                          dim3(1, 1, 1), sizeof(typename Kernel::SharedStorage), sizeof(Params));
 }
 
 } // namespace grouped_2x

@@ -141,19 +141,10 @@ int32_t finish(typename Kernel::Arguments const &args, void *workspace, uint64_t
     return CUTLASS_AOT_ERROR_INVALID_PROBLEM;
   }
 
-  size_t workspace_bytes = Kernel::get_workspace_size(args);
-  launch->workspace_bytes = workspace_bytes;
-  if (workspace_bytes > 0 && (workspace == nullptr || workspace_bytes > workspace_capacity)) {
-    return CUTLASS_AOT_ERROR_WORKSPACE_TOO_SMALL;
-  }
-  if (workspace_bytes > 0) {
-    RecordingAdapter adapter;
-    adapter.workspace = static_cast<char *>(workspace);
-    adapter.record = launch;
-    cutlass::Status init = Kernel::initialize_workspace(args, workspace, nullptr, &adapter);
-    if (init != cutlass::Status::kSuccess || adapter.overflow) {
-      return CUTLASS_AOT_ERROR_INTERNAL;
-    }
+  int32_t workspace_status =
+      prepare_workspace_3x<Kernel>(args, workspace, workspace_capacity, launch);
+  if (workspace_status != CUTLASS_AOT_OK) {
+    return workspace_status;
   }
 
   // gemm_3x.cuh's hook reads the encode function from a GEMM args struct: hand it one that carries
@@ -175,27 +166,12 @@ int32_t finish(typename Kernel::Arguments const &args, void *workspace, uint64_t
     // Host extents with no output tile at all (every group has m = 0 or n = 0): CUTLASS sizes the
     // grid to zero CTAs, which no launch accepts. One cluster finds no work (the scheduler knows
     // the tile count from the host extents) and exits, so the launch stays valid and does nothing.
-    grid = dim3(cute::size<0>(ClusterShape{}), cute::size<1>(ClusterShape{}),
-                cute::size<2>(ClusterShape{}));
-  }
-  if (grid.y > 65535u || grid.z > 65535u) {
-    return CUTLASS_AOT_ERROR_GRID_TOO_LARGE;
+    grid = cluster_dims<ClusterShape>();
   }
   scrub(params);
   std::memcpy(params_out, &params, sizeof(Params));
-
-  launch->grid[0] = grid.x;
-  launch->grid[1] = grid.y;
-  launch->grid[2] = grid.z;
-  launch->block[0] = block.x;
-  launch->block[1] = block.y;
-  launch->block[2] = block.z;
-  launch->cluster[0] = cute::size<0>(ClusterShape{});
-  launch->cluster[1] = cute::size<1>(ClusterShape{});
-  launch->cluster[2] = cute::size<2>(ClusterShape{});
-  launch->shared_mem_bytes = static_cast<uint32_t>(Kernel::SharedStorageSize);
-  launch->params_bytes = static_cast<uint32_t>(sizeof(Params));
-  return CUTLASS_AOT_OK;
+  return set_launch_shape(launch, grid, block, cluster_dims<ClusterShape>(),
+                          Kernel::SharedStorageSize, sizeof(Params));
 }
 
 /// Grouped GEMM: flat ABI arguments → CUTLASS Arguments, then `finish`.
