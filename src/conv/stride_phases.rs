@@ -165,7 +165,7 @@ pub fn applies(info: &KernelInfo, geometry: &super::ConvGeometry) -> bool {
 }
 
 /// The scratch memory of a phased launch: each phase's sub-filter (256-byte aligned, after the
-/// kernel's own workspace).
+/// kernels' own workspaces).
 struct Layout {
     /// Byte offset of each phase's sub-filter (phases without taps: none).
     filters: Vec<Option<usize>>,
@@ -189,17 +189,18 @@ fn layout(phases: &[Phase], problem: &Conv2dProblem, element: DType) -> Layout {
 }
 
 /// The ABI arguments of one phase's unit-stride dgrad: `full` are the whole problem's (checked by
-/// [`super::plan`]), `filter` the phase's gathered sub-filter.
+/// [`super::plan`]), `filter` the phase's gathered sub-filter, `cd_bytes` the size of an element
+/// of C and D.
 fn phase_args(
     full: &abi::cutlass_aot_conv2d_args,
     problem: &Conv2dProblem,
     ph: &Phase,
     filter: u64,
-    element_bytes: usize,
+    cd_bytes: usize,
 ) -> abi::cutlass_aot_conv2d_args {
     let (w, c) = (problem.w as i64, problem.c as i64);
     let h = problem.h as i64;
-    let first = (ph.rows.offset as i64 * w + ph.cols.offset as i64) * c * element_bytes as i64;
+    let first = (ph.rows.offset as i64 * w + ph.cols.offset as i64) * c * cd_bytes as i64;
     abi::cutlass_aot_conv2d_args {
         h: ph.rows.extent as i32,
         w: ph.cols.extent as i32,
@@ -279,10 +280,10 @@ fn kernel_workspace(
 ) -> Result<usize, Error> {
     // Workspace sizes depend on extents and tiles, not on addresses: a stand-in filter address.
     const STAND_IN: u64 = 1 << 40;
-    let element_bytes = info.gemm().b.element.bits() as usize / 8;
+    let cd_bytes = info.gemm().c.element.bits() as usize / 8;
     let mut most = 0usize;
     for ph in phases.iter().filter(|ph| ph.has_taps()) {
-        let mut args = phase_args(full, problem, ph, STAND_IN, element_bytes);
+        let mut args = phase_args(full, problem, ph, STAND_IN, cd_bytes);
         args.workspace = std::ptr::null_mut();
         args.workspace_capacity = 0;
         args.encode_tiled = Some(crate::gemm::no_tensor_map);
@@ -315,6 +316,7 @@ pub(crate) unsafe fn launch_raw(
     let phases = phases(&problem).map_err(|m| Error::invalid(info.name, m))?;
     let element = info.gemm().b.element;
     let element_bytes = element.bits() as usize / 8;
+    let cd_bytes = info.gemm().c.element.bits() as usize / 8;
     let layout = layout(&phases, &problem, element);
     let kernel_bytes = kernel_workspace(info, &full, &problem, &phases)?;
     // The phases run concurrently (below): each kernel its own workspace.
@@ -331,8 +333,8 @@ pub(crate) unsafe fn launch_raw(
     for (ph, offset) in phases.iter().zip(&layout.filters) {
         let Some(offset) = offset else {
             // No tap reaches these pixels: D = beta·C there (zeros without C).
-            let dst = output_view(&problem, ph, full.ptr_d as u64, element_bytes);
-            let src = output_view(&problem, ph, full.ptr_c as u64, element_bytes);
+            let dst = output_view(&problem, ph, full.ptr_d as u64, cd_bytes);
+            let src = output_view(&problem, ph, full.ptr_c as u64, cd_bytes);
             fills.push(Scale4d {
                 element: info.gemm().c.element,
                 src,
@@ -344,7 +346,7 @@ pub(crate) unsafe fn launch_raw(
         };
         let filter = filters_at + *offset as u64;
         let own_workspace = base + (kernel_bytes * kernels.len()) as u64;
-        let mut args = phase_args(&full, &problem, ph, filter, element_bytes);
+        let mut args = phase_args(&full, &problem, ph, filter, cd_bytes);
         args.workspace = own_workspace as *mut c_void;
         args.workspace_capacity = kernel_bytes as u64;
         let prepared = info
@@ -484,6 +486,29 @@ mod tests {
         // 1x1, stride 2: one phase of four has a tap.
         let ph = phases(&dgrad(56, 1, 0, 2)).unwrap();
         assert_eq!(ph.iter().filter(|p| p.has_taps()).count(), 1);
+    }
+
+    /// A phase's C and D start at its first pixel of dx, counted in C/D's elements (an f32 dx under
+    /// f16 operands), and step over the other phases' pixels.
+    #[test]
+    fn phase_views_address_dx_in_its_own_elements() {
+        let problem = dgrad(10, 3, 1, 2);
+        let ph = phases(&problem).unwrap()[3];
+        assert_eq!((ph.rows.offset, ph.cols.offset), (1, 1));
+        let full = abi::cutlass_aot_conv2d_args {
+            ptr_c: 0x10000 as *const c_void,
+            ptr_d: 0x20000 as *mut c_void,
+            ..Default::default()
+        };
+        let args = phase_args(&full, &problem, &ph, 0x30000, 4);
+        let first = ((10 + 1) * 8 * 4) as usize;
+        assert_eq!(args.ptr_d as usize, 0x20000 + first);
+        assert_eq!(args.ptr_c as usize, 0x10000 + first);
+        assert_eq!(args.ptr_b as usize, 0x30000);
+        assert_eq!(args.cd_pixel_strides, [2 * 8, 2 * 10 * 8, 10 * 10 * 8]);
+        assert_eq!((args.stride_h, args.r, args.pad_h, args.pad_h_end), (1, 2, 1, 0));
+        let view = output_view(&problem, &ph, 0x20000, 4);
+        assert_eq!(view.base as usize, 0x20000 + first);
     }
 
     #[test]
