@@ -509,6 +509,21 @@ fn measure(
     let ops = operands(stream, b, problem)?;
     let mut best: Option<(&'static KernelInfo, usize, f64)> = None;
     let mut tried = 0;
+    // Times `info` at `slices` (a conv kernel, or a GEMM kernel on the matrix-product view) and
+    // keeps the fastest; `route` labels a failure.
+    let mut time = |info: &'static KernelInfo, slices: usize, route: &str| {
+        tried += 1;
+        // SAFETY: the pools hold at least every tensor's elements of the kernel's type; a GEMM
+        // kernel views the same buffers as matrices.
+        let launch = || unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) };
+        match time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch) {
+            Ok(t) if best.map_or(true, |(_, _, us)| t.median_us < us) => {
+                best = Some((info, slices, t.median_us))
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("  {}{route} split {slices}: {e:?}", info.rust_name),
+        }
+    };
     let props = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
     for info in REGISTRY.all().iter().copied() {
         let Some(conv) = info.operation.conv() else {
@@ -530,16 +545,7 @@ fn measure(
             if info.supports(&p).is_err() {
                 continue;
             }
-            tried += 1;
-            // SAFETY: the pools hold at least every tensor's elements of the kernel's type.
-            let launch = || unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) };
-            match time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch) {
-                Ok(t) if best.map_or(true, |(_, _, us)| t.median_us < us) => {
-                    best = Some((info, slices, t.median_us))
-                }
-                Ok(_) => {}
-                Err(e) => eprintln!("  {} split {slices}: {e:?}", info.rust_name),
-            }
+            time(info, slices, "");
         }
     }
     // 1×1 unit-stride problems are also plain matrix products: every GEMM kernel that takes them
@@ -554,16 +560,7 @@ fn measure(
     };
     for &slices in gemm_splits {
         for info in conv::dispatch::gemm_candidates(&REGISTRY, &p, &ops, slices) {
-            tried += 1;
-            // SAFETY: as above; the GEMM kernel views the same buffers as matrices.
-            let launch = || unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) };
-            match time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch) {
-                Ok(t) if best.map_or(true, |(_, _, us)| t.median_us < us) => {
-                    best = Some((info, slices, t.median_us))
-                }
-                Ok(_) => {}
-                Err(e) => eprintln!("  {} (as a GEMM) split {slices}: {e:?}", info.rust_name),
-            }
+            time(info, slices, " (as a GEMM)");
         }
     }
     let Some((info, slices, us)) = best else {

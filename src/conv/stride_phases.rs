@@ -262,13 +262,45 @@ pub(crate) fn workspace_bytes(
     operands: &ConvOperands,
     device: &DeviceProps,
 ) -> Result<usize, Error> {
-    let full = super::plan(info, operands, device)?;
-    let problem = super::problem_of(info, operands)?;
-    let phases = phases(&problem).map_err(|m| Error::invalid(info.name, m))?;
-    let layout = layout(&phases, &problem, info.gemm().b.element);
-    let kernel = kernel_workspace(info, &full, &problem, &phases)?;
-    let launches = phases.iter().filter(|ph| ph.has_taps()).count();
-    Ok(kernel * launches + layout.bytes)
+    Ok(Phased::new(info, operands, device)?.bytes())
+}
+
+/// A strided dgrad checked against `info` (the whole problem's ABI arguments, by [`super::plan`])
+/// and split into stride phases, with the scratch memory they need.
+struct Phased {
+    full: abi::cutlass_aot_conv2d_args,
+    problem: Conv2dProblem,
+    phases: Vec<Phase>,
+    layout: Layout,
+    /// The largest workspace any phase's kernel asks for; each phase gets one (they run
+    /// concurrently).
+    kernel_bytes: usize,
+}
+
+impl Phased {
+    fn new(info: &'static KernelInfo, operands: &ConvOperands, device: &DeviceProps) -> Result<Self, Error> {
+        let full = super::plan(info, operands, device)?;
+        let problem = super::problem_of(info, operands)?;
+        let phases = phases(&problem).map_err(|m| Error::invalid(info.name, m))?;
+        let layout = layout(&phases, &problem, info.gemm().b.element);
+        let kernel_bytes = kernel_workspace(info, &full, &problem, &phases)?;
+        Ok(Phased {
+            full,
+            problem,
+            phases,
+            layout,
+            kernel_bytes,
+        })
+    }
+
+    /// The kernels' workspaces, one per phase with taps, ahead of the sub-filters.
+    fn workspaces(&self) -> usize {
+        self.kernel_bytes * self.phases.iter().filter(|ph| ph.has_taps()).count()
+    }
+
+    fn bytes(&self) -> usize {
+        self.workspaces() + self.layout.bytes
+    }
 }
 
 /// The largest workspace any phase's kernel asks for (256-byte multiple).
@@ -309,21 +341,21 @@ pub(crate) unsafe fn launch_raw(
     operands: &ConvOperands,
     workspace: Option<&mut Workspace>,
 ) -> Result<(), Error> {
-    let mut full = super::plan(info, operands, device)?;
+    let phased = Phased::new(info, operands, device)?;
+    let (workspaces, total) = (phased.workspaces(), phased.bytes());
+    let Phased {
+        mut full,
+        problem,
+        phases,
+        layout,
+        kernel_bytes,
+    } = phased;
     full.encode_tiled = crate::tma::encode_tiled(info.name)?;
     full.encode_im2col = crate::tma::encode_im2col(info.name)?;
-    let problem = super::problem_of(info, operands)?;
-    let phases = phases(&problem).map_err(|m| Error::invalid(info.name, m))?;
-    let element = info.gemm().b.element;
-    let element_bytes = element.bits() as usize / 8;
+    let element_bytes = info.gemm().b.element.bits() as usize / 8;
     let cd_bytes = info.gemm().c.element.bits() as usize / 8;
-    let layout = layout(&phases, &problem, element);
-    let kernel_bytes = kernel_workspace(info, &full, &problem, &phases)?;
-    // The phases run concurrently (below): each kernel its own workspace.
-    let launches = phases.iter().filter(|ph| ph.has_taps()).count();
-    let workspaces = kernel_bytes * launches;
     let mut scratch = Scratch::of(stream, workspace);
-    let (base, _) = scratch.at_least(stream, workspaces + layout.bytes)?;
+    let (base, _) = scratch.at_least(stream, total)?;
     let filters_at = base + workspaces as u64;
 
     // Params of every phase first: an error leaves nothing enqueued.
