@@ -116,6 +116,11 @@ fn registry_lists_conv_kernels_with_their_metadata() {
     assert_eq!(conv.iterator, IteratorAlgorithm::FixedChannels);
     assert_eq!(conv.gemm.a.alignment, 4);
     assert!(fixed.name.contains("fprop_fixed_channels"), "{}", fixed.name);
+    let first = kernel("conv_fprop_f16_first_layer_4_sm80");
+    let conv = first.operation.conv().unwrap();
+    assert_eq!(conv.iterator, IteratorAlgorithm::FirstLayer);
+    assert_eq!((conv.gemm.a.alignment, conv.gemm.c.alignment), (4, 8));
+    assert!(first.name.contains("fprop_first_layer"), "{}", first.name);
     let unity = kernel("conv_dgrad_f16_unity_sm80");
     assert_eq!(
         unity.operation.conv().unwrap().stride_support,
@@ -143,6 +148,11 @@ fn supports_explains_each_refusal() {
         "{reasons}"
     );
 
+    let first = kernel("conv_fprop_f16_first_layer_4_sm80");
+    let conv = first.operation.conv().unwrap();
+    assert_eq!(conv.iterator, IteratorAlgorithm::FirstLayer);
+    assert_eq!((conv.gemm.a.alignment, conv.gemm.c.alignment), (4, 8));
+    assert!(first.name.contains("fprop_first_layer"), "{}", first.name);
     let unity = kernel("conv_dgrad_f16_unity_sm80");
     let strided = f16_problem(ConvKind::Dgrad, [1, 8, 8, 8], [16, 3, 3])
         .padding(1, 1)
@@ -264,7 +274,7 @@ fn host_params_of_every_conv_kernel() {
         let conv = info.operation.conv().unwrap();
         let g = &conv.gemm;
         let align = g.a.alignment.max(g.b.alignment).max(g.c.alignment) as usize;
-        let c = if conv.iterator == IteratorAlgorithm::FixedChannels {
+        let c = if conv.iterator.fixed_channel_count() {
             g.a.alignment as usize
         } else {
             4 * align
@@ -285,6 +295,12 @@ fn host_params_of_every_conv_kernel() {
         // over the SMs.
         let parallel = info.design.split_k() == cutlass_aot::model::SplitK::Parallel;
         let stream_k = info.design.split_k() == cutlass_aot::model::SplitK::StreamK;
+        if conv.iterator == IteratorAlgorithm::FirstLayer {
+            // Ours: one tile counter per CTA column of output channels.
+            let columns = (4 * align).div_ceil(info.tile().n as usize);
+            assert_eq!(bytes, 4 * columns, "{}: tile counters", info.name);
+            continue;
+        }
         assert!(
             stream_k || (bytes > 0) == parallel,
             "{}: {bytes} bytes of workspace without a split",
@@ -387,21 +403,15 @@ fn dispatch_heuristic_picks_a_supporting_kernel_of_the_device() {
     let mut p = long_k;
     p.split_k_slices = slices;
     assert!(kernel.supports(&p).is_ok());
-    // The stem's 4 channels: only the fixed/few-channel kernels take it.
+    // The stem's 4 channels: only the fixed/few-channel kernels and ours take it; ours is the
+    // heuristic's choice (it measured 2.3-3x the others).
     let mut stem = f16_problem(ConvKind::Fprop, [8, 224, 224, 4], [64, 7, 7])
         .padding(3, 3)
         .stride(2, 2);
     stem.compute_capability = Some(80);
     let (kernel, _) = heuristic(&REGISTRY, &stem, 108).expect("a kernel");
     let iterator = kernel.operation.conv().unwrap().iterator;
-    assert!(
-        matches!(
-            iterator,
-            IteratorAlgorithm::FixedChannels | IteratorAlgorithm::FewChannels
-        ),
-        "{}",
-        kernel.rust_name
-    );
+    assert_eq!(iterator, IteratorAlgorithm::FirstLayer, "{}", kernel.rust_name);
     // Never a kernel with a fused activation, nor one that rounds f32 to TF32.
     let mut f32_problem = Conv2dProblem::new(
         ConvKind::Fprop,
@@ -542,4 +552,80 @@ fn the_embedded_h100_table_decides_resnet_layers_and_refers_to_compiled_kernels(
     let (kernel, _, choice) = decide(&REGISTRY, table, &layer, &operands(&layer), &H100).unwrap();
     assert!(matches!(choice, ConvChoice::Table { .. }), "{choice:?}");
     assert_eq!(kernel.api(), Api::Cutlass3x, "{}", kernel.rust_name);
+}
+
+/// The runtime's shared-memory rule for first_layer kernels is the glue's: the bytes each
+/// kernel's `prepare` reports, over filters, strides and dilations; past the limit `supports`
+/// refuses with the bytes it would take.
+#[test]
+fn first_layer_shared_memory_is_the_glues() {
+    let mut checked = 0;
+    for info in REGISTRY
+        .all()
+        .iter()
+        .copied()
+        .filter(|k| conv::first_layer::is_first_layer(k))
+    {
+        if !info.has_device_code() {
+            continue; // built without nvcc: no host code either
+        }
+        let g = info.operation.conv().unwrap().gemm;
+        let (c, elements) = (g.a.alignment as usize, (g.a.element, g.b.element, g.c.element));
+        for ((r, s), stride, dilation) in [
+            ((7, 7), [2, 2], [1, 1]),
+            ((3, 5), [1, 2], [2, 1]),
+            ((11, 11), [4, 4], [1, 1]),
+            ((1, 1), [1, 1], [1, 1]),
+            ((5, 3), [3, 1], [1, 3]),
+        ] {
+            let p = Conv2dProblem::new(ConvKind::Fprop, [2, 64, 70, c], [24, r, s], elements)
+                .padding(r / 2, s / 2)
+                .stride(stride[0], stride[1])
+                .dilation(dilation[0], dilation[1]);
+            let bytes = conv::first_layer::shared_bytes(info, &p);
+            let planned = conv::plan(info, &operands(&p), &H100);
+            if bytes > conv::first_layer::MAX_SHARED_BYTES {
+                let why = invalid(planned);
+                assert!(
+                    why.contains(&format!("needs {bytes} bytes of shared memory")),
+                    "{why}"
+                );
+                continue;
+            }
+            let mut args = planned.unwrap_or_else(|e| panic!("{}: {e}", info.name));
+            args.workspace = 0x7e00_0000_0000_u64 as *mut std::ffi::c_void;
+            args.workspace_capacity = 1 << 20;
+            let prepared = info
+                .prepare_conv(&args)
+                .unwrap_or_else(|e| panic!("{} {r}x{s}: {e}", info.name));
+            assert_eq!(
+                prepared.launch.shared_mem_bytes as usize, bytes,
+                "{} {r}x{s} stride {stride:?} dilation {dilation:?}",
+                info.name
+            );
+            checked += 1;
+        }
+        // Tensors past 2^31 bytes (CUTLASS 2.x's 32-bit offsets): ours takes 64-bit offsets.
+        let huge = Conv2dProblem::new(ConvKind::Fprop, [2048, 224, 224, c], [64, 7, 7], elements)
+            .padding(3, 3)
+            .stride(2, 2);
+        assert!(
+            info.supports(&huge).is_ok(),
+            "{}: {:?}",
+            info.name,
+            info.supports(&huge)
+        );
+        let big = Conv2dProblem::new(ConvKind::Fprop, [1, 48, 48, c], [8, 41, 41], elements);
+        let why = info.supports(&big).unwrap_err().reasons.join("; ");
+        assert!(why.contains("bytes of shared memory"), "{}: {why}", info.name);
+    }
+    let stem = kernel("conv_fprop_f16_first_layer_4_sm80");
+    if stem.has_device_code() {
+        assert!(checked > 0);
+        // The stem's figure as the glue printed it on the H100 (2026-11-24).
+        let p = f16_problem(ConvKind::Fprop, [128, 224, 224, 4], [64, 7, 7])
+            .padding(3, 3)
+            .stride(2, 2);
+        assert_eq!(conv::first_layer::shared_bytes(stem, &p), 85_776);
+    }
 }

@@ -94,7 +94,7 @@ fn channels(info: &KernelInfo, scale_c: usize, scale_k: usize) -> (usize, usize)
         ConvKind::Dgrad => (lcm(b, c), a),
         ConvKind::Wgrad => (lcm(b, c), a),
     };
-    if conv.iterator == IteratorAlgorithm::FixedChannels && info.api() == Api::Cutlass2x {
+    if conv.iterator.fixed_channel_count() && info.api() == Api::Cutlass2x {
         return (a, k_align * scale_k);
     }
     (c_align * scale_c, k_align * scale_k)
@@ -294,6 +294,7 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
         _ => None,
     };
     let hopper_dgrad = is_3x && conv.kind == ConvKind::Dgrad;
+    let first_layer = conv.iterator == IteratorAlgorithm::FirstLayer;
     let (c, k) = channels(info, 3, 3);
     let (c_big, k_big) = channels(info, 8, 2);
     let mut out: Vec<(String, GpuTest)> = Vec::new();
@@ -364,6 +365,8 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
             g.c.element == DType::S8 && info.design.split_k() == cutlass_aot::model::SplitK::Serial;
         let refuse = if is_3x && !stream_k {
             Some("split-K")
+        } else if first_layer {
+            Some("computes each output whole")
         } else if is_3x {
             (split.problem(info).k_tiles_3x(info.tile().k as usize) < slices).then_some("use at most")
         } else if serial_s8 {
@@ -391,6 +394,22 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
         flipped,
         if is_3x { Some("cross-correlation") } else { None },
     );
+    if first_layer {
+        // The stem itself (7x7, stride 2, padding 3) at a width of two and a half column tiles,
+        // and K over two CTA columns (one partial).
+        add(
+            "stem_7x7_stride2_two_channel_tiles",
+            Case::new([2, 38, 75, c], [k + 64, 7, 7]).pad(3).stride(2),
+            None,
+        );
+        // A filter whose input patch and filter slice do not fit in shared memory: refused with
+        // the bytes it would need.
+        add(
+            "refuses_filter_past_shared_memory",
+            Case::new([1, 48, 48, c], [k, 41, 41]),
+            Some("bytes of shared memory"),
+        );
+    }
     // Channels off the alignment: refused before anything launches.
     let step = g.a.alignment.max(g.b.alignment).max(g.c.alignment) as usize;
     if step > 1 {

@@ -61,6 +61,10 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
         include_str!("../../cutlass_glue/include/cutlass_aot/conv_2x.cuh"),
     ),
     (
+        "cutlass_aot/conv_first_layer.cuh",
+        include_str!("../../cutlass_glue/include/cutlass_aot/conv_first_layer.cuh"),
+    ),
+    (
         "cutlass_aot/conv_3x.cuh",
         include_str!("../../cutlass_glue/include/cutlass_aot/conv_3x.cuh"),
     ),

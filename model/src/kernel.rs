@@ -90,17 +90,32 @@ spelled_enum! {
         FixedChannels = "fixed_channels",
         /// fprop only: C a multiple of the (small) alignment, vectors never cross a pixel.
         FewChannels = "few_channels",
+        /// fprop only, ours (`cutlass_glue/.../conv_first_layer.cuh`, not a CUTLASS iterator): C
+        /// equals the alignment (2, 4 or 8: the RGB stem padded to 4); each CTA stages the input
+        /// patch of its output tile in shared memory, where every filter tap reads it, and keeps
+        /// its slice of the filter resident. No split-K.
+        FirstLayer = "first_layer",
     }
 }
 
 impl IteratorAlgorithm {
-    pub fn cutlass_value(self) -> &'static str {
+    /// CUTLASS's enumerator, for CUTLASS's own iterators (`None` for `first_layer`, ours).
+    pub fn cutlass_value(self) -> Option<&'static str> {
         match self {
-            IteratorAlgorithm::Analytic => "cutlass::conv::IteratorAlgorithm::kAnalytic",
-            IteratorAlgorithm::Optimized => "cutlass::conv::IteratorAlgorithm::kOptimized",
-            IteratorAlgorithm::FixedChannels => "cutlass::conv::IteratorAlgorithm::kFixedChannels",
-            IteratorAlgorithm::FewChannels => "cutlass::conv::IteratorAlgorithm::kFewChannels",
+            IteratorAlgorithm::Analytic => Some("cutlass::conv::IteratorAlgorithm::kAnalytic"),
+            IteratorAlgorithm::Optimized => Some("cutlass::conv::IteratorAlgorithm::kOptimized"),
+            IteratorAlgorithm::FixedChannels => Some("cutlass::conv::IteratorAlgorithm::kFixedChannels"),
+            IteratorAlgorithm::FewChannels => Some("cutlass::conv::IteratorAlgorithm::kFewChannels"),
+            IteratorAlgorithm::FirstLayer => None,
         }
+    }
+
+    /// Whether the kernel reads exactly `alignment` channels per pixel (C must equal it).
+    pub fn fixed_channel_count(self) -> bool {
+        matches!(
+            self,
+            IteratorAlgorithm::FixedChannels | IteratorAlgorithm::FirstLayer
+        )
     }
 }
 

@@ -17,6 +17,7 @@ use std::ffi::{c_void, CStr};
 use cudarc::driver::CudaStream;
 
 pub mod dispatch;
+pub mod first_layer;
 mod problem;
 pub mod stride_phases;
 mod tensor;
@@ -274,8 +275,9 @@ pub unsafe fn launch_raw(
         args.encode_im2col = crate::tma::encode_im2col(info.name)?;
     }
     let (_, reduction) = host_code(info)?;
-    // Partial sums (parallel split-K, stream-K even at 1 slice) or serial split-K semaphores.
-    if !info.may_need_workspace(operands.split_k_slices) {
+    // Partial sums (parallel split-K, stream-K even at 1 slice), serial split-K semaphores, or a
+    // first_layer kernel's tile counters.
+    if !info.may_need_workspace(operands.split_k_slices) && !first_layer::is_first_layer(info) {
         let prepared = info.prepare_conv(&args)?;
         return unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, &device, &prepared, 0) };
     }

@@ -253,11 +253,33 @@ impl Problem for Conv2dProblem {
             });
         }
         let is_2x = kernel.api() == Api::Cutlass2x;
-        if is_2x && conv.iterator == IteratorAlgorithm::FixedChannels {
+        if is_2x && conv.iterator.fixed_channel_count() {
             want(self.c == g.a.alignment as usize, &|| {
                 format!(
-                    "this fixed_channels kernel reads exactly {} channels per pixel but the activation has {}",
-                    g.a.alignment, self.c
+                    "this {} kernel reads exactly {} channels per pixel but the activation has {}; pad the \
+                     channels to {} (zeros in the activation and the filter)",
+                    conv.iterator, g.a.alignment, self.c, g.a.alignment
+                )
+            });
+        }
+        if is_2x && conv.iterator == IteratorAlgorithm::FirstLayer {
+            want(self.split_k_slices == 1, &|| {
+                format!(
+                    "{} split-K slices: a first_layer kernel computes each output whole; use 1 slice",
+                    self.split_k_slices
+                )
+            });
+            let bytes = super::first_layer::shared_bytes(kernel, self);
+            want(bytes <= super::first_layer::MAX_SHARED_BYTES, &|| {
+                format!(
+                    "a {}x{} filter at stride {:?} and dilation {:?} needs {bytes} bytes of shared memory in this \
+                     first_layer kernel (its input patch and filter slice), more than the {} any GPU gives one \
+                     block; use a smaller filter, or an implicit-GEMM kernel (fixed_channels, few_channels)",
+                    self.r,
+                    self.s,
+                    self.stride,
+                    self.dilation,
+                    super::first_layer::MAX_SHARED_BYTES
                 )
             });
         }
@@ -354,7 +376,9 @@ impl Problem for Conv2dProblem {
             let bytes = tensor
                 .iter()
                 .fold(u64::from(element.bits()) / 8, |b, &d| b.saturating_mul(d as u64));
-            want(!is_2x || bytes < MAX_TENSOR_BYTES, &|| {
+            // Our first_layer kernels address tensors with 64-bit offsets.
+            let limited = is_2x && conv.iterator != IteratorAlgorithm::FirstLayer;
+            want(!limited || bytes < MAX_TENSOR_BYTES, &|| {
                 format!("{name} is {bytes} bytes; CUTLASS 2.x conv kernels address at most 2^31 − 1 bytes per tensor")
             });
         }

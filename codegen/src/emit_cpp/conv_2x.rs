@@ -72,7 +72,10 @@ pub(super) fn kernel_source(k: &GemmKernel) -> String {
         swizzle = swizzle(k, kind),
         stages = k.stages,
         math = k.math.cutlass_type(),
-        iterator = k.iterator_algorithm.cutlass_value(),
+        iterator = k
+            .iterator_algorithm
+            .cutlass_value()
+            .expect("first_layer kernels have their own emitter"),
         stride = k.stride_support.cutlass_value(),
         align_a = k.alignment_a,
         align_b = k.alignment_b,

@@ -12,6 +12,7 @@
 
 mod conv_2x;
 mod conv_3x;
+mod conv_first_layer;
 mod gemm_2x;
 mod gemm_3x;
 mod grouped_2x;
@@ -19,7 +20,7 @@ mod grouped_3x;
 
 use std::fmt::Write as _;
 
-use crate::model::{Api, BatchMode, GemmKernel, OperationKind, Shape3};
+use crate::model::{Api, BatchMode, GemmKernel, IteratorAlgorithm, OperationKind, Shape3};
 
 /// One generated translation unit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,6 +108,20 @@ const CONV_2X: Emitter = Emitter {
     kernel: conv_2x::kernel_source,
 };
 
+/// Our first-layer fprop (`iterator_algorithm: first_layer`): sm_80 tensor cores, own mainloop.
+const CONV_FIRST_LAYER: Emitter = Emitter {
+    family_prefix: "conv_first_layer_",
+    include: "cutlass_aot/conv_first_layer.cuh",
+    glue: &[
+        "cutlass_aot/abi.h",
+        "cutlass_aot/gemm_2x.cuh",
+        "cutlass_aot/abi_conv.h",
+        "cutlass_aot/conv_2x.cuh",
+        "cutlass_aot/conv_first_layer.cuh",
+    ],
+    kernel: conv_first_layer::kernel_source,
+};
+
 /// CUTLASS 3.x sm90 implicit-GEMM conv2d (fprop, dgrad, wgrad).
 const CONV_3X: Emitter = Emitter {
     family_prefix: "sm90_conv_",
@@ -124,6 +139,7 @@ const CONV_3X: Emitter = Emitter {
 fn emitter(kernel: &GemmKernel) -> &'static Emitter {
     if kernel.conv_kind().is_some() {
         return match kernel.api() {
+            Api::Cutlass2x if kernel.iterator_algorithm == IteratorAlgorithm::FirstLayer => &CONV_FIRST_LAYER,
             Api::Cutlass2x => &CONV_2X,
             Api::Cutlass3x => &CONV_3X,
         };

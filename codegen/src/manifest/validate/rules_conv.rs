@@ -5,7 +5,7 @@
 use super::{list, Finding};
 use crate::model::{
     Api, ConvKind, DType, EpilogueSchedule, GemmKernel, IteratorAlgorithm, KernelSchedule, MathOp, OpClass,
-    Shape3, StrideSupport, Swizzle, TileScheduler,
+    Shape3, SplitK, StrideSupport, Swizzle, TileScheduler,
 };
 
 /// The identity swizzles, the only ones CUTLASS's conv kernels take.
@@ -58,6 +58,7 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
                 ));
             }
         }
+        IteratorAlgorithm::FirstLayer => first_layer(k, kind, out),
         IteratorAlgorithm::Analytic | IteratorAlgorithm::Optimized => {}
     }
     if k.stride_support == StrideSupport::Unity && kind != ConvKind::Dgrad {
@@ -76,6 +77,106 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
                 "{} is not a conv swizzle; allowed: {} (conv kernels walk their tiles in identity order)",
                 k.swizzle,
                 list(SWIZZLES)
+            ),
+        ));
+    }
+}
+
+/// Our first-layer fprop (`cutlass_aot/conv_first_layer.cuh`): one element type throughout, f32
+/// accumulation on m16n8k16 tensor-core MMAs, C (the alignment) 2, 4 or 8 channels, 16-byte
+/// output vectors, a tile of whole MMA rows, no split-K.
+fn first_layer(k: &GemmKernel, kind: ConvKind, out: &mut Vec<Finding>) {
+    let name = "first_layer";
+    if kind != ConvKind::Fprop {
+        out.push((
+            "iterator_algorithm",
+            format!("{name} exists for fprop only (this is {kind}); allowed for {kind}: analytic, optimized"),
+        ));
+    }
+    if !matches!(k.element_a, DType::F16 | DType::Bf16) || k.element_c != k.element_a {
+        out.push((
+            "a",
+            format!(
+                "{name} kernels read and write one 16-bit type (a {}, c {}); allowed: a and c both f16 or both bf16",
+                k.element_a, k.element_c
+            ),
+        ));
+    }
+    if k.opclass != OpClass::TensorOp || k.element_accumulator != DType::F32 {
+        out.push((
+            "accumulator",
+            format!(
+                "{name} kernels accumulate in f32 on tensor cores (here {} on {}); use opclass tensorop, \
+                 accumulator f32",
+                k.element_accumulator, k.opclass
+            ),
+        ));
+    }
+    if ![2, 4, 8].contains(&k.alignment_a) || k.alignment_b != k.alignment_a {
+        out.push((
+            "alignment",
+            format!(
+                "{name} kernels read exactly `alignment` channels per pixel (a {}, b {}); allowed: 2, 4, 8 \
+                 for both",
+                k.alignment_a, k.alignment_b
+            ),
+        ));
+    }
+    if k.alignment_c != 8 {
+        out.push((
+            "alignment_c",
+            format!(
+                "{name} kernels store 16-byte vectors of 8 output channels (alignment_c {}); set alignment_c: 8",
+                k.alignment_c
+            ),
+        ));
+    }
+    if k.instruction != Shape3::new(16, 8, 16) || k.tile.k != 16 {
+        out.push((
+            "tile",
+            format!(
+                "{name} kernels step K by one m16n8k16 MMA (tile {}, instruction {}); use tile [M, N, 16] and \
+                 instruction [16, 8, 16]",
+                k.tile, k.instruction
+            ),
+        ));
+    }
+    if k.tile.m % 16 != 0 || (k.tile.m / 16) % k.warps.m.max(1) != 0 {
+        out.push((
+            "tile",
+            format!(
+                "{name} tiles are rows of 16 output columns split whole over warps.m: tile M {} must be a \
+                 multiple of 16·{} = {}",
+                k.tile.m,
+                k.warps.m,
+                16 * k.warps.m
+            ),
+        ));
+    }
+    if k.stages > 15 {
+        out.push((
+            "stages",
+            format!(
+                "{name} kernels keep at most 15 input patches in flight (stages {})",
+                k.stages
+            ),
+        ));
+    }
+    if k.split_k != SplitK::Serial {
+        out.push((
+            "split_k",
+            format!(
+                "{name} kernels do not split K (split_k {}); remove split_k",
+                k.split_k
+            ),
+        ));
+    }
+    if k.math != MathOp::MultiplyAdd {
+        out.push((
+            "math",
+            format!(
+                "{} is not supported by {name} kernels; allowed: multiply_add",
+                k.math
             ),
         ));
     }
