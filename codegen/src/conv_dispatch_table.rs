@@ -145,3 +145,127 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
         us,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A conv fprop kernel and a GEMM kernel of the same types (f16).
+    fn kernels() -> Vec<GemmKernel> {
+        let yaml = "version: 1
+operations:
+  - kind: conv2d_fprop
+    name: fprop_f16
+    arch: 80
+    a: f16
+    tile: [128, 128, 32]
+    warps: [2, 2, 1]
+    stages: 3
+  - kind: gemm
+    name: gemm_f16_tn
+    arch: 80
+    a: f16
+    layout_a: row
+    layout_b: column
+    tile: [128, 128, 32]
+    warps: [2, 2, 1]
+    stages: 3
+";
+        crate::manifest::parse(yaml, "test.yaml").unwrap()
+    }
+
+    /// A table of `rows` (each a tab-separated line) under the header.
+    fn table(rows: &[String]) -> String {
+        format!(
+            "{HEADER}\n# device: NVIDIA H100 80GB HBM3\n# date: 2026-11-24\n{COLUMNS}\n{}\n",
+            rows.join("\n")
+        )
+    }
+
+    fn row(kind: &str, types: &str, geometry: &str, kernel: &str, tail: &str) -> String {
+        format!("{kind}\t{types}\t{geometry}\t{kernel}\t{tail}").replace(' ', "\t")
+    }
+
+    const STEM: &str = "128 224 224 4 64 7 7 3 3 2 2 1 1";
+    const POINTWISE: &str = "128 56 56 64 256 1 1 0 0 1 1 1 1";
+
+    #[test]
+    fn reads_rows_of_conv_and_gemm_kernels() {
+        let k = kernels();
+        let text = table(&[
+            row("fprop", "f16 f16 f16", STEM, &k[0].name, "1 294.72"),
+            row("fprop", "f16 f16 f16", POINTWISE, &k[1].name, "1 30.5"),
+        ]);
+        assert!(is_conv_table(&text));
+        let t = parse(&text, "t.tsv", &k).unwrap();
+        assert_eq!(
+            (t.device.as_str(), t.date.as_str()),
+            ("NVIDIA H100 80GB HBM3", "2026-11-24")
+        );
+        assert_eq!(t.rows.len(), 2);
+        let stem = &t.rows[0];
+        assert_eq!(stem.kind, ConvKind::Fprop);
+        assert_eq!(stem.activation, [128, 224, 224, 4]);
+        assert_eq!(stem.filter, [64, 7, 7]);
+        assert_eq!((stem.pad, stem.stride, stem.dilation), ([3, 3], [2, 2], [1, 1]));
+        assert_eq!(
+            (stem.rust_name.as_str(), stem.split_k, stem.us),
+            ("fprop_f16", 1, 294.72)
+        );
+        assert_eq!(t.rows[1].rust_name, "gemm_f16_tn");
+        assert!(t.unknown_kernels.is_empty());
+    }
+
+    #[test]
+    fn drops_rows_of_kernels_the_manifest_lacks() {
+        let text = table(&[row("fprop", "f16 f16 f16", STEM, "cutlass_not_built", "1 10")]);
+        let t = parse(&text, "t.tsv", &kernels()).unwrap();
+        assert!(t.rows.is_empty());
+        assert_eq!(t.unknown_kernels, vec!["cutlass_not_built".to_string()]);
+        // A GEMM table is not a conv table.
+        assert!(!is_conv_table("# cutlass-aot dispatch table\n"));
+    }
+
+    #[test]
+    fn names_each_bad_line_and_what_is_allowed() {
+        let k = kernels();
+        let text = table(&[
+            "fprop\tf16".to_string(),
+            row("xgrad", "f16 f16 f16", STEM, &k[0].name, "1 10"),
+            row("dgrad", "f16 f16 f16", STEM, &k[0].name, "1 10"),
+            row("fprop", "f16 f16 f16", STEM, &k[1].name, "1 10"),
+            row("fprop", "bf16 bf16 bf16", STEM, &k[0].name, "1 10"),
+            row("fprop", "f16 f16 f16", STEM, &k[0].name, "0 10"),
+            row("fprop", "f16 f16 f16", STEM, &k[0].name, "1 -3"),
+            row(
+                "fprop",
+                "f16 f16 f16",
+                "128 224 224 4 64 7 7 3 3 0 2 1 1",
+                &k[0].name,
+                "1 10",
+            ),
+        ]);
+        let err = parse(&text, "t.tsv", &k).unwrap_err();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 8, "{err}");
+        let expect = [
+            "t.tsv:5: 2 tab-separated fields; expected 20",
+            "t.tsv:6: kind \"xgrad\": allowed fprop, dgrad, wgrad",
+            "t.tsv:7: kernel cutlass_tensorop_",
+            "t.tsv:8: GEMM kernel",
+            "t.tsv:9: the row's types bf16/bf16/bf16 are not kernel",
+            "t.tsv:10: split_k \"0\" is not an integer of at least 1",
+            "t.tsv:11: time \"-3\" is not a positive number of microseconds",
+            "t.tsv:12: stride_h \"0\" is not an integer of at least 1",
+        ];
+        for (line, want) in lines.iter().zip(expect) {
+            assert!(line.starts_with(want), "{line:?} does not start with {want:?}");
+        }
+        assert!(lines[2].contains("not conv2d dgrad nor a GEMM"), "{}", lines[2]);
+        assert!(
+            lines[3].contains("runs only 1x1, unpadded, unit-stride problems"),
+            "{}",
+            lines[3]
+        );
+    }
+}

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 
+#include <cutlass/arch/memory_sm75.h>
 #include <cutlass/arch/memory_sm80.h>
 #include <cutlass/arch/mma_sm80.h>
 #include <cutlass/array.h>
@@ -216,8 +217,12 @@ struct ConvFirstLayer {
         }
       }
       const uint32_t *patch = reinterpret_cast<const uint32_t *>(patch_of(i % kStages));
-      const uint32_t *filter_warp =
-          filter + (warp_n * kNTilesPerWarp * 8 + g) * p.filter_words + t;
+      // B fragments by ldmatrix: matrix m of a load is n-tile m / 2 of the pair, K half m % 2;
+      // lane l addresses row l % 8 of matrix l / 8 (16-byte aligned: the filter's row stride is
+      // an odd number of 16-byte units, which also keeps the 8 rows in distinct banks).
+      const uint32_t *filter_lane =
+          filter + (warp_n * kNTilesPerWarp * 8 + (lane / 16) * 8 + lane % 8) * p.filter_words +
+          ((lane / 8) % 2) * 4;
       Mma mma;
       for (int r = 0; r < p.r; ++r) {
         for (int step = 0; step < steps; ++step) {
@@ -225,10 +230,23 @@ struct ConvFirstLayer {
           const int k_words = (r * p.s_padded + tap) * kPixelWords;
           cutlass::Array<uint32_t, 2> b[kNTilesPerWarp];
 #pragma unroll
-          for (int ni = 0; ni < kNTilesPerWarp; ++ni) {
-            const uint32_t *column = filter_warp + ni * 8 * p.filter_words + k_words;
-            b[ni][0] = column[0]; // K 2t, 2t+1
-            b[ni][1] = column[4]; // K 2t+8, 2t+9
+          for (int pair = 0; pair < kNTilesPerWarp / 2; ++pair) {
+            cutlass::Array<unsigned, 4> loaded;
+            cutlass::arch::ldsm<cutlass::layout::RowMajor, 4>(
+                loaded, filter_lane + pair * 16 * p.filter_words + k_words);
+            b[2 * pair][0] = loaded[0];
+            b[2 * pair][1] = loaded[1];
+            b[2 * pair + 1][0] = loaded[2];
+            b[2 * pair + 1][1] = loaded[3];
+          }
+          if constexpr (kNTilesPerWarp % 2 == 1) {
+            // The odd last n-tile: lanes 0-15 address its two K halves.
+            cutlass::Array<unsigned, 2> loaded;
+            cutlass::arch::ldsm<cutlass::layout::RowMajor, 2>(
+                loaded, filter_lane + ((kNTilesPerWarp - 1) * 8 - (lane / 16) * 8) * p.filter_words +
+                            k_words);
+            b[kNTilesPerWarp - 1][0] = loaded[0];
+            b[kNTilesPerWarp - 1][1] = loaded[1];
           }
           const int col_words = tap * p.dilation_w * kPixelWords;
 #pragma unroll
