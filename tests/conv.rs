@@ -419,14 +419,25 @@ fn dispatch_heuristic_picks_a_supporting_kernel_of_the_device() {
         [16, 3, 3],
         (DType::F32, DType::F32, DType::F32),
     );
-    f32_problem.compute_capability = Some(80);
-    let (kernel, _) = heuristic(&REGISTRY, &f32_problem, 108).expect("an f32 kernel");
-    assert!(
-        !cutlass_aot::dispatch::rounds_to_tf32(kernel),
-        "{}",
-        kernel.rust_name
-    );
-    assert!(kernel.is_plain());
+    for cc in [80, 90] {
+        // On Hopper too, where a TF32 kernel (conv_fprop_f32_tf32_sm90) is a candidate by type.
+        f32_problem.compute_capability = Some(cc);
+        let (chosen, _) = heuristic(&REGISTRY, &f32_problem, 108).expect("an f32 kernel");
+        assert!(
+            !cutlass_aot::dispatch::rounds_to_tf32(chosen),
+            "{}",
+            chosen.rust_name
+        );
+        assert!(chosen.is_plain());
+    }
+    let tf32 = REGISTRY
+        .all()
+        .iter()
+        .copied()
+        .find(|k| k.rust_name == "conv_fprop_f32_tf32_sm90")
+        .expect("the TF32 kernel");
+    assert_eq!(tf32.api(), Api::Cutlass3x);
+    assert!(cutlass_aot::dispatch::rounds_to_tf32(tf32));
 }
 
 #[test]
