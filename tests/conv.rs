@@ -404,7 +404,7 @@ fn dispatch_heuristic_picks_a_supporting_kernel_of_the_device() {
     p.split_k_slices = slices;
     assert!(kernel.supports(&p).is_ok());
     // The stem's 4 channels: only the fixed/few-channel kernels and ours take it; ours is the
-    // heuristic's choice (it measured 2.3-3x the others).
+    // heuristic's choice (it measured about 3x the others).
     let mut stem = f16_problem(ConvKind::Fprop, [8, 224, 224, 4], [64, 7, 7])
         .padding(3, 3)
         .stride(2, 2);

@@ -1,7 +1,8 @@
 //! The shape rules of our first-layer fprop kernels (`iterator_algorithm: first_layer`,
 //! `cutlass_glue/include/cutlass_aot/conv_first_layer.cuh`) that the runtime explains before a
 //! launch: how much shared memory a problem needs. The C++ `conv_first_layer_prepare` computes
-//! the same bytes (and refuses past [`MAX_SHARED_BYTES`]); a GPU test checks the two agree.
+//! the same bytes (and refuses past [`MAX_SHARED_BYTES`]); a CPU test (`tests/conv.rs`) runs the
+//! prepare functions and checks that the two agree.
 
 use super::Conv2dProblem;
 use crate::kernel::KernelInfo;
