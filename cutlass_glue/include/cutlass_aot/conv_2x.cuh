@@ -53,6 +53,15 @@ inline bool conv2d_problem_valid(const cutlass_aot_conv2d_args *in) {
   return p == in->p && q == in->q;
 }
 
+/// Whether `in` pads both sides alike and reads and writes packed tensors: all that CUTLASS 2.x
+/// convolutions (and our first-layer kernel) take. The stride phases of a strided dgrad
+/// (asymmetric padding, a strided view of dx) are for 3.x kernels; 2.x kernels run a strided dgrad
+/// whole.
+inline bool conv2d_packed_symmetric(const cutlass_aot_conv2d_args *in) {
+  return in->pad_h_end == in->pad_h && in->pad_w_end == in->pad_w && in->cd_pixel_strides[0] == 0 &&
+         in->cd_pixel_strides[1] == 0 && in->cd_pixel_strides[2] == 0;
+}
+
 /// The thread epilogue's Params: alpha, beta and the activation's argument, if it takes one.
 template <class OutputOp>
 typename OutputOp::Params conv_epilogue_params(double alpha, double beta, double activation_arg) {
@@ -72,11 +81,7 @@ int32_t conv_2x_params(const cutlass_aot_conv2d_args *in, typename Kernel::Param
   using ElementA = typename Kernel::ElementA;
   using ElementB = typename Kernel::ElementB;
   using ElementC = typename Kernel::ElementC;
-  // CUTLASS 2.x convolutions pad both sides alike and read and write packed tensors: the stride
-  // phases of a strided dgrad (asymmetric padding, a strided view of dx) are for 3.x kernels; 2.x
-  // kernels run a strided dgrad whole.
-  if (in->pad_h_end != in->pad_h || in->pad_w_end != in->pad_w || in->cd_pixel_strides[0] != 0 ||
-      in->cd_pixel_strides[1] != 0 || in->cd_pixel_strides[2] != 0) {
+  if (!conv2d_packed_symmetric(in)) {
     return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
   }
   if (!conv2d_problem_valid(in)) {

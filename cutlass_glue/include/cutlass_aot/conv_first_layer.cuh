@@ -96,14 +96,21 @@ struct ConvFirstLayer {
   }
 
 #if defined(__CUDA_ARCH__)
+  /// A tile's image and first output row and column (tiles run along Q, then P, then N).
+  struct TileOrigin {
+    int image, p0, q0;
+  };
+  static __device__ TileOrigin tile_origin(const Params &p, int tile) {
+    int rest = tile / p.tiles_q;
+    return {rest / p.tiles_p, (rest % p.tiles_p) * kTileP, (tile % p.tiles_q) * kTileQ};
+  }
+
   /// Stages `tile`'s input patch (zeros where it falls outside the image) into `patch`.
   static __device__ void load_patch(const Params &p, int tile, Element *patch) {
-    int tq = tile % p.tiles_q;
-    int rest = tile / p.tiles_q;
-    int tp = rest % p.tiles_p;
-    int image = rest / p.tiles_p;
-    int h0 = tp * kTileP * p.stride_h - p.pad_h;
-    int w0 = tq * kTileQ * p.stride_w - p.pad_w;
+    const TileOrigin origin = tile_origin(p, tile);
+    const int image = origin.image;
+    int h0 = origin.p0 * p.stride_h - p.pad_h;
+    int w0 = origin.q0 * p.stride_w - p.pad_w;
     int count = p.patch_rows * p.patch_cols;
     for (int i = threadIdx.x; i < count; i += kThreads) {
       int row = i / p.patch_cols;
@@ -284,11 +291,7 @@ struct ConvFirstLayer {
         }
       }
       __syncthreads(); // (C)
-      const int tq = tile % p.tiles_q;
-      const int rest = tile / p.tiles_q;
-      const int p0 = (rest % p.tiles_p) * kTileP;
-      const int image = rest / p.tiles_p;
-      const int q0 = tq * kTileQ;
+      const auto [image, p0, q0] = tile_origin(p, tile);
       using Vector = cutlass::AlignedArray<Element, 8>;
       for (int v = threadIdx.x; v < kTilePixels * kVectorsPerPixel; v += kThreads) {
         int pixel = v / kVectorsPerPixel;
@@ -333,8 +336,7 @@ int32_t conv_first_layer_prepare(const cutlass_aot_conv2d_args *in, void *params
   if (sizeof(Params) > params_capacity) {
     return CUTLASS_AOT_ERROR_PARAMS_TOO_LARGE;
   }
-  if (in->pad_h_end != in->pad_h || in->pad_w_end != in->pad_w || in->cd_pixel_strides[0] != 0 ||
-      in->cd_pixel_strides[1] != 0 || in->cd_pixel_strides[2] != 0) {
+  if (!conv2d_packed_symmetric(in)) {
     return CUTLASS_AOT_ERROR_NOT_SUPPORTED;
   }
   if (!conv2d_problem_valid(in)) {
