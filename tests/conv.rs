@@ -641,3 +641,122 @@ fn first_layer_shared_memory_is_the_glues() {
         assert_eq!(conv::first_layer::shared_bytes(stem, &p), 85_776);
     }
 }
+
+/// The interleaved layouts put every element where CUTLASS's `TensorNCxHWx<32>` and
+/// `TensorCxRSKx<32>` (their packed strides, written out here) do; pack and unpack are inverse
+/// permutations; tensors off the 32-channel groups are refused with the rule.
+#[test]
+fn interleaved_layouts_store_elements_where_cutlass_does() {
+    use conv::{pack, unpack, C32rsk32, ConvTensor, Nc32hw32, TensorLayout};
+    use cutlass_aot::model::ConvLayout;
+    // NC32HW32 over [n, h, w, c]: c%32 + 32·w + 32·W·h + 32·W·H·(c/32) + H·W·C·n.
+    let [n, h, w, c] = [2, 3, 5, 96];
+    let mut seen = vec![false; n * h * w * c];
+    for index in (0..n * h * w * c).map(|i| [i / (h * w * c), i / (w * c) % h, i / c % w, i % c]) {
+        let [ni, hi, wi, ci] = index;
+        let cutlass = ci % 32 + 32 * wi + 32 * w * hi + 32 * w * h * (ci / 32) + h * w * c * ni;
+        let ours = Nc32hw32::offset([n, h, w, c], index);
+        assert_eq!(ours, cutlass, "NC32HW32 {index:?}");
+        assert!(
+            !std::mem::replace(&mut seen[ours], true),
+            "two elements at {ours}"
+        );
+    }
+    // C32RSK32 over [k, r, s, c]: c%32 + 32·k' + 32·K·s + 32·K·S·r + 32·K·S·R·(c/32), with the
+    // output channel k' where CUTLASS's `reorder_convK<32>` (its `reorder_column<32>`) moves k.
+    let reorder = |k: usize| (k / 32) * 32 + (k % 8 / 2) * 8 + (k % 32 / 8) * 2 + k % 2;
+    let [k, r, s, c] = [64, 3, 2, 64];
+    let mut seen = vec![false; k * r * s * c];
+    for index in (0..k * r * s * c).map(|i| [i / (r * s * c), i / (s * c) % r, i / c % s, i % c]) {
+        let [ki, ri, si, ci] = index;
+        let cutlass = ci % 32 + 32 * reorder(ki) + 32 * k * si + 32 * k * s * ri + 32 * k * s * r * (ci / 32);
+        let ours = C32rsk32::offset([k, r, s, c], index);
+        assert_eq!(ours, cutlass, "C32RSK32 {index:?}");
+        assert!(
+            !std::mem::replace(&mut seen[ours], true),
+            "two elements at {ours}"
+        );
+    }
+    let logical: Vec<u32> = (0..(k * r * s * c) as u32).collect();
+    let packed = pack::<C32rsk32, _>([k, r, s, c], &logical).unwrap();
+    assert_ne!(packed, logical);
+    assert_eq!(unpack::<C32rsk32, _>([k, r, s, c], &packed).unwrap(), logical);
+    // Channels-last is the identity.
+    assert_eq!(pack::<conv::Nhwc, _>([k, r, s, c], &logical).unwrap(), logical);
+    // 48 channels are not whole groups; a filter's K of 40 neither; a wrong length is named.
+    let bad = invalid(pack::<Nc32hw32, _>([1, 2, 2, 48], &[0u8; 192]));
+    assert!(bad.contains("groups of 32"), "{bad}");
+    let bad = invalid(conv::permute(
+        ConvLayout::Interleaved32,
+        ConvTensor::Filter,
+        [40, 1, 1, 32],
+        &[0u8; 1280],
+        true,
+    ));
+    assert!(bad.contains("groups of 32"), "{bad}");
+    let bad = invalid(pack::<Nc32hw32, _>([1, 2, 2, 32], &[0u8; 100]));
+    assert!(
+        bad.contains("100 values") && bad.contains("128 elements"),
+        "{bad}"
+    );
+}
+
+/// An interleaved int8 kernel describes its tensors, takes interleaved problems of whole channel
+/// groups and refuses the rest saying why; dispatch (channels-last tensors) never picks one.
+#[test]
+fn interleaved_int8_kernels_take_interleaved_problems_only() {
+    use cutlass_aot::model::{ConvLayout, Layout};
+    let s8 = (DType::S8, DType::S8, DType::S8);
+    for name in [
+        "conv_fprop_s8_nc32hw32_optimized_sm80",
+        "conv_fprop_s8_nc32hw32_analytic_sm80",
+    ] {
+        let info = kernel(name);
+        let conv = info.operation.conv().unwrap();
+        assert_eq!(conv.layout, ConvLayout::Interleaved32);
+        let g = &conv.gemm;
+        assert_eq!(
+            [g.a.layout, g.b.layout, g.c.layout],
+            [
+                Layout::ColumnInterleaved32,
+                Layout::RowInterleaved32,
+                Layout::ColumnInterleaved32
+            ]
+        );
+        assert_eq!([g.a.alignment, g.b.alignment, g.c.alignment], [16, 16, 8]);
+        assert!(info.name.contains("_nc32hw32_"), "{}", info.name);
+        let mut p = Conv2dProblem::new(ConvKind::Fprop, [2, 14, 14, 64], [96, 3, 3], s8)
+            .padding(1, 1)
+            .layout(ConvLayout::Interleaved32);
+        p.compute_capability = Some(90);
+        assert!(info.supports(&p).is_ok(), "{:?}", info.supports(&p));
+        let reasons = |p: &Conv2dProblem| info.supports(p).unwrap_err().reasons.join("; ");
+        let nhwc = reasons(&p.layout(ConvLayout::ChannelsLast));
+        assert!(
+            nhwc.contains("NHWC, KRSC, NPQK") && nhwc.contains("NC32HW32"),
+            "{nhwc}"
+        );
+        let mut ragged_c = p;
+        ragged_c.c = 48;
+        assert!(reasons(&ragged_c).contains("multiples of 32"));
+        let mut ragged_k = p;
+        ragged_k.k = 40;
+        assert!(reasons(&ragged_k).contains("multiples of 32"));
+        // The launch path builds the problem in the kernel's layout: Params for a good one, the
+        // 32-channel rule for a ragged one.
+        assert!(conv::workspace_bytes(info, &operands(&p), &H100).is_ok());
+        let ragged = invalid(conv::workspace_bytes(info, &operands(&ragged_c), &H100));
+        assert!(ragged.contains("multiples of 32"), "{ragged}");
+    }
+    let mut nhwc = Conv2dProblem::new(ConvKind::Fprop, [2, 14, 14, 64], [96, 3, 3], s8).padding(1, 1);
+    for cc in [80, 90] {
+        nhwc.compute_capability = Some(cc);
+        let (chosen, _) = conv::dispatch::heuristic(&REGISTRY, &nhwc, 108).expect("an s8 kernel");
+        assert_eq!(
+            chosen.operation.conv().unwrap().layout,
+            ConvLayout::ChannelsLast,
+            "{}",
+            chosen.rust_name
+        );
+    }
+}

@@ -9,9 +9,11 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
-use cutlass_aot::conv::{self, Conv2dProblem, ConvGeometry, ConvMode, ConvOperands, TensorOperand};
+use cutlass_aot::conv::{
+    self, Conv2dProblem, ConvGeometry, ConvMode, ConvOperands, ConvTensor, TensorOperand,
+};
 use cutlass_aot::kernels::REGISTRY;
-use cutlass_aot::model::{Api, ConvKind, DType, IteratorAlgorithm, StrideSupport};
+use cutlass_aot::model::{Api, ConvKind, ConvLayout, DType, IteratorAlgorithm, StrideSupport};
 use cutlass_aot::{device, verify, KernelInfo};
 use libtest_mimic::{Arguments, Failed};
 
@@ -63,6 +65,7 @@ impl Case {
         let conv = info.operation.conv().expect("a conv kernel");
         let g = &conv.gemm;
         self.problem_of(conv.kind, (g.a.element, g.b.element, g.c.element))
+            .layout(conv.layout)
     }
 
     /// The case as a problem of `kind` over tensors of `elements`.
@@ -94,6 +97,9 @@ fn channels(info: &KernelInfo, scale_c: usize, scale_k: usize) -> (usize, usize)
         ConvKind::Dgrad => (lcm(b, c), a),
         ConvKind::Wgrad => (lcm(b, c), a),
     };
+    // Interleaved tensors hold channels in whole groups.
+    let group = conv.layout.interleave().unwrap_or(1) as usize;
+    let (c_align, k_align) = (lcm(c_align, group), lcm(k_align, group));
     if conv.iterator.fixed_channel_count() && info.api() == Api::Cutlass2x {
         return (a, k_align * scale_k);
     }
@@ -108,6 +114,23 @@ fn gcd(x: usize, y: usize) -> usize {
     }
 }
 
+/// How a tensor is stored: its layout, which tensor it is and its logical extents.
+#[derive(Clone, Copy)]
+struct Storage {
+    layout: ConvLayout,
+    tensor: ConvTensor,
+    dims: [usize; 4],
+}
+
+impl Storage {
+    /// `values` (channels-last order) in storage order, or back (`to_storage` false).
+    fn permute(&self, values: &[f64], to_storage: bool) -> Result<Vec<f64>, Failed> {
+        conv::permute(self.layout, self.tensor, self.dims, values, to_storage)
+            .map_err(|e| e.to_string().into())
+    }
+}
+
+/// A tensor on the device, with its values in channels-last order on the host.
 struct Tensor {
     dtype: DType,
     values: Vec<f64>,
@@ -115,7 +138,29 @@ struct Tensor {
 }
 
 impl Tensor {
-    fn upload(stream: &Arc<CudaStream>, dtype: DType, values: Vec<f64>) -> Result<Self, Failed> {
+    /// Uploads `values` (channels-last order) as `storage` stores them.
+    fn upload(
+        stream: &Arc<CudaStream>,
+        dtype: DType,
+        values: Vec<f64>,
+        storage: Storage,
+    ) -> Result<Self, Failed> {
+        // Extents the layout cannot hold (channels off an interleave) stay in channels-last order:
+        // only refusal cases have them, and a refused launch reads nothing.
+        let stored = storage.permute(&values, true).unwrap_or_else(|_| values.clone());
+        let buffer = stream
+            .clone_htod(&verify::encode(dtype, &stored))
+            .map_err(|e| format!("upload: {e}"))?;
+        Ok(Tensor {
+            dtype,
+            values,
+            buffer,
+        })
+    }
+
+    /// A buffer of `len` poison values (an output and the tail behind it).
+    fn poisoned(stream: &Arc<CudaStream>, dtype: DType, len: usize) -> Result<Self, Failed> {
+        let values = vec![verify::poison(dtype); len];
         let buffer = stream
             .clone_htod(&verify::encode(dtype, &values))
             .map_err(|e| format!("upload: {e}"))?;
@@ -147,6 +192,8 @@ impl Tensor {
 /// The tensors of one launch: A, B, optional C and a poisoned D (with its tail).
 struct Launch {
     dims: [[usize; 4]; 3],
+    /// How C and D are stored.
+    output: Storage,
     a: Tensor,
     b: Tensor,
     c: Option<Tensor>,
@@ -165,20 +212,38 @@ fn tensors(
     let count = |d: [usize; 4]| d.iter().product::<usize>();
     let (ea, eb, ec) = problem.elements;
     let d_len = count(dims[2]);
+    let roles = ConvTensor::roles(problem.kind);
+    let storage = |i: usize| Storage {
+        layout: problem.layout,
+        tensor: roles[i],
+        dims: dims[i],
+    };
     Ok(Launch {
         dims,
-        a: Tensor::upload(stream, ea, verify::random_values(ea, count(dims[0]), seed))?,
-        b: Tensor::upload(stream, eb, verify::random_values(eb, count(dims[1]), seed + 1))?,
+        output: storage(2),
+        a: Tensor::upload(
+            stream,
+            ea,
+            verify::random_values(ea, count(dims[0]), seed),
+            storage(0),
+        )?,
+        b: Tensor::upload(
+            stream,
+            eb,
+            verify::random_values(eb, count(dims[1]), seed + 1),
+            storage(1),
+        )?,
         c: if with_c {
             Some(Tensor::upload(
                 stream,
                 ec,
                 verify::random_values(ec, d_len, seed + 2),
+                storage(2),
             )?)
         } else {
             None
         },
-        d: Tensor::upload(stream, ec, vec![verify::poison(ec); d_len + TAIL])?,
+        d: Tensor::poisoned(stream, ec, d_len + TAIL)?,
     })
 }
 
@@ -212,6 +277,7 @@ fn run_case(ctx: &Arc<CudaContext>, info: &'static KernelInfo, case: Case) -> Re
     if let Some(i) = tail.iter().position(|&v| !verify::is_poison(t.d.dtype, v)) {
         return Err(format!("the kernel wrote {} elements past D (at +{i})", TAIL - i).into());
     }
+    let body = &t.output.permute(body, false)?[..];
     // Integer poison is a value a result may take: only floating-point outputs can be checked for
     // unwritten elements (the comparison below catches wrong integers).
     let unwritten = body.iter().position(|&v| verify::is_poison(t.d.dtype, v));
@@ -496,6 +562,90 @@ fn typed(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The typed path of an interleaved int8 kernel: NHWC host tensors packed into NC32HW32 and
+/// C32RSK32 with `conv::pack`, the NK32PQ32 output unpacked, checked against the f64 reference;
+/// channels off the 32-channel groups are refused before launch.
+fn typed_interleaved(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
+    use cutlass_aot::conv::{pack, unpack, C32rsk32, Conv2d, Nc32hw32, Nk32pq32, TensorMut, TensorRef};
+    use cutlass_aot::kernels::conv_fprop_s8_nc32hw32_optimized_sm80 as kernel;
+    let stream = ctx.default_stream();
+    let (n, h, w, c, k) = (3, 9, 11, 64, 96);
+    let (p, q) = Conv2d::<kernel::Kernel>::output_size([n, h, w, c], [k, 3, 3], [1, 1], [1, 1], [1, 1])
+        .map_err(|e| e.to_string())?;
+    let x_host = verify::random_values(DType::S8, n * h * w * c, 7);
+    let w_host = verify::random_values(DType::S8, k * 9 * c, 8);
+    let to_i8 = |v: &[f64]| v.iter().map(|&x| x as i8).collect::<Vec<_>>();
+    let x_packed = pack::<Nc32hw32, _>([n, h, w, c], &to_i8(&x_host)).map_err(|e| e.to_string())?;
+    let w_packed = pack::<C32rsk32, _>([k, 3, 3, c], &to_i8(&w_host)).map_err(|e| e.to_string())?;
+    let x = stream.clone_htod(&x_packed).map_err(|e| e.to_string())?;
+    let wt = stream.clone_htod(&w_packed).map_err(|e| e.to_string())?;
+    let mut y = stream
+        .alloc_zeros::<i8>(n * p * q * k)
+        .map_err(|e| e.to_string())?;
+    let alpha = 0.25f32;
+    kernel::run(
+        &stream,
+        Conv2d::new(
+            TensorRef::new(&x, [n, h, w, c]),
+            TensorRef::new(&wt, [k, 3, 3, c]),
+            TensorMut::new(&mut y, [n, p, q, k]),
+            alpha,
+        )
+        .padding(1, 1),
+    )
+    .map_err(|e| e.to_string())?;
+    let stored = stream.clone_dtoh(&y).map_err(|e| e.to_string())?;
+    let out: Vec<f64> = unpack::<Nk32pq32, _>([n, p, q, k], &stored)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|&v| f64::from(v))
+        .collect();
+    let problem = Conv2dProblem::new(
+        ConvKind::Fprop,
+        [n, h, w, c],
+        [k, 3, 3],
+        (DType::S8, DType::S8, DType::S8),
+    )
+    .padding(1, 1)
+    .layout(ConvLayout::Interleaved32);
+    let reference: Vec<f64> =
+        verify::reference_conv2d(&problem, &x_host, &w_host, &[], (f64::from(alpha), 0.0))
+            .into_iter()
+            .map(|v| verify::round_to(DType::S8, v))
+            .collect();
+    if let Some(i) = (0..out.len()).find(|&i| (out[i] - reference[i]).abs() > 1.0) {
+        return Err(format!(
+            "typed interleaved fprop: y[{i}] = {}, reference {}",
+            out[i], reference[i]
+        )
+        .into());
+    }
+    // 48 channels are not whole groups of 32: refused, naming the rule.
+    let c_bad = 48;
+    let x_bad = stream
+        .alloc_zeros::<i8>(n * h * w * c_bad)
+        .map_err(|e| e.to_string())?;
+    let w_bad = stream
+        .alloc_zeros::<i8>(k * 9 * c_bad)
+        .map_err(|e| e.to_string())?;
+    let err = kernel::run(
+        &stream,
+        Conv2d::new(
+            TensorRef::new(&x_bad, [n, h, w, c_bad]),
+            TensorRef::new(&w_bad, [k, 3, 3, c_bad]),
+            TensorMut::new(&mut y, [n, p, q, k]),
+            alpha,
+        )
+        .padding(1, 1),
+    )
+    .err()
+    .ok_or("48 interleaved channels were launched")?;
+    if !err.to_string().contains("multiples of 32") {
+        return Err(format!("the 48-channel refusal does not name the groups of 32: {err}").into());
+    }
+    Ok(())
+}
+
 /// One dispatched convolution: `kind` over `dtype` tensors, checked against the f64 reference.
 /// With `via_gemm` (a 1x1 unit-stride case) dispatch gets a table whose only entry is a GEMM kernel
 /// that takes the problem as a matrix product, and must run it so; otherwise the embedded tables.
@@ -727,6 +877,7 @@ fn main() {
         }
     }
     add("typed::fprop_f16_stride2".into(), Box::new(typed));
+    add("typed::fprop_s8_interleaved".into(), Box::new(typed_interleaved));
     for (name, body) in dispatch_cases() {
         add(name, body);
     }

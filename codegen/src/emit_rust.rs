@@ -457,6 +457,7 @@ fn operation_value(operation: &Operation) -> TokenStream {
                 &[
                     ("kind", model_value("ConvKind", conv.kind)),
                     ("gemm", gemm_value),
+                    ("layout", model_value("ConvLayout", conv.layout)),
                     ("iterator", model_value("IteratorAlgorithm", conv.iterator)),
                     (
                         "stride_support",
@@ -761,11 +762,18 @@ fn grouped_run_functions(k: &GemmKernel) -> (TokenStream, String) {
 
 /// The tensor layout types of a conv kernel's A, B and C (see `ConvKind`); unused otherwise.
 fn conv_layout_types(k: &GemmKernel) -> [TokenStream; 3] {
-    let (activation, filter, output) = (
-        quote!(::cutlass_aot::conv::Nhwc),
-        quote!(::cutlass_aot::conv::Krsc),
-        quote!(::cutlass_aot::conv::Npqk),
-    );
+    let (activation, filter, output) = match k.conv_layout {
+        crate::model::ConvLayout::ChannelsLast => (
+            quote!(::cutlass_aot::conv::Nhwc),
+            quote!(::cutlass_aot::conv::Krsc),
+            quote!(::cutlass_aot::conv::Npqk),
+        ),
+        crate::model::ConvLayout::Interleaved32 => (
+            quote!(::cutlass_aot::conv::Nc32hw32),
+            quote!(::cutlass_aot::conv::C32rsk32),
+            quote!(::cutlass_aot::conv::Nk32pq32),
+        ),
+    };
     match k.conv_kind() {
         Some(crate::model::ConvKind::Dgrad) => [output, filter, activation],
         Some(crate::model::ConvKind::Wgrad) => [output, activation, filter],

@@ -63,6 +63,8 @@ pub struct GemmKernel {
     pub iterator_algorithm: IteratorAlgorithm,
     /// Conv kernels (2.x): which strides the kernel handles (`Strided` for every other kernel).
     pub stride_support: StrideSupport,
+    /// Conv kernels: how the tensors are stored (`ChannelsLast` for every other kernel).
+    pub conv_layout: ConvLayout,
     /// Where the entry came from, for messages: `file:line`.
     pub origin: String,
 }
@@ -86,6 +88,7 @@ impl GemmKernel {
             (_, Some(kind)) => Operation::Conv2d(ConvOperation {
                 kind,
                 gemm,
+                layout: self.conv_layout,
                 iterator: self.iterator_algorithm,
                 stride_support: self.stride_support,
             }),
@@ -209,8 +212,8 @@ impl GemmKernel {
             layout.push_str(self.layout_c.letter());
         }
         if self.conv_kind().is_some() {
-            // Convolutions read channels-last tensors (CUTLASS names them `nhwc`).
-            layout = "nhwc".into();
+            // CUTLASS names a convolution's layout by its activation's: `nhwc` or `nc32hw32`.
+            layout = self.conv_layout.to_string();
         }
         let mut name = format!(
             "cutlass_{}_{}_{}x{}_{}x{}_{}_align{}",
@@ -280,7 +283,7 @@ impl GemmKernel {
         };
         let (t, c) = (self.tile, self.cluster);
         let layouts = match self.conv_kind() {
-            Some(_) => "nhwc".to_string(),
+            Some(_) => self.conv_layout.to_string(),
             None => format!(
                 "{}{}{}",
                 self.layout_a.letter(),

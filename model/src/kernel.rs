@@ -66,14 +66,20 @@ impl ConvKind {
         }
     }
 
-    /// The implicit GEMM's matrix layouts of A, B and C/D over channels-last tensors: the
-    /// contiguous channel dimension is K of the GEMM for fprop's A and B, N of the GEMM for
-    /// dgrad's B, M for wgrad's A.
-    pub fn gemm_layouts(self) -> [Layout; 3] {
-        match self {
-            ConvKind::Fprop => [Layout::Row, Layout::Column, Layout::Row],
-            ConvKind::Dgrad => [Layout::Row, Layout::Row, Layout::Row],
-            ConvKind::Wgrad => [Layout::Column, Layout::Row, Layout::Row],
+    /// The implicit GEMM's matrix layouts of A, B and C/D over tensors of `layout`. Channels
+    /// last: the contiguous channel dimension is K of the GEMM for fprop's A and B, N of the GEMM
+    /// for dgrad's B, M for wgrad's A. Interleaved (int8 fprop): CUTLASS's n32 t32 n32, the
+    /// matrix layouts its interleaved convolutions compute in.
+    pub fn gemm_layouts(self, layout: ConvLayout) -> [Layout; 3] {
+        match (layout, self) {
+            (ConvLayout::Interleaved32, _) => [
+                Layout::ColumnInterleaved32,
+                Layout::RowInterleaved32,
+                Layout::ColumnInterleaved32,
+            ],
+            (ConvLayout::ChannelsLast, ConvKind::Fprop) => [Layout::Row, Layout::Column, Layout::Row],
+            (ConvLayout::ChannelsLast, ConvKind::Dgrad) => [Layout::Row, Layout::Row, Layout::Row],
+            (ConvLayout::ChannelsLast, ConvKind::Wgrad) => [Layout::Column, Layout::Row, Layout::Row],
         }
     }
 }
@@ -120,6 +126,54 @@ impl IteratorAlgorithm {
 }
 
 spelled_enum! {
+    /// How a conv kernel's tensors sit in memory. Whatever the layout, a tensor's extents are given
+    /// logically: activation `[n, h, w, c]`, filter `[k, r, s, c]`, output `[n, p, q, k]`.
+    ConvLayout {
+        /// Channels last: activation NHWC, filter KRSC, output NPQK.
+        ChannelsLast = "nhwc",
+        /// CUTLASS's interleaved int8 layouts (its `TensorNCxHWx<32>` and `TensorCxRSKx<32>`):
+        /// activation and output NC32HW32 (`[n][c / 32][h][w][c % 32]`), filter C32RSK32
+        /// (`[c / 32][r][s][k][c % 32]`); channels and output channels multiples of 32. int8 fprop
+        /// on CUTLASS 2.x only.
+        Interleaved32 = "nc32hw32",
+    }
+}
+
+impl ConvLayout {
+    /// CUTLASS's layouts of the activation, the filter and the output.
+    pub fn cutlass_types(self) -> [&'static str; 3] {
+        match self {
+            ConvLayout::ChannelsLast => [
+                "cutlass::layout::TensorNHWC",
+                "cutlass::layout::TensorNHWC",
+                "cutlass::layout::TensorNHWC",
+            ],
+            ConvLayout::Interleaved32 => [
+                "cutlass::layout::TensorNCxHWx<32>",
+                "cutlass::layout::TensorCxRSKx<32>",
+                "cutlass::layout::TensorNCxHWx<32>",
+            ],
+        }
+    }
+
+    /// The names of the activation's, the filter's and the output's layouts, for messages.
+    pub fn tensor_names(self) -> [&'static str; 3] {
+        match self {
+            ConvLayout::ChannelsLast => ["NHWC", "KRSC", "NPQK"],
+            ConvLayout::Interleaved32 => ["NC32HW32", "C32RSK32", "NK32PQ32"],
+        }
+    }
+
+    /// The channel interleave: every channel count (C and K) must be a multiple of it.
+    pub fn interleave(self) -> Option<u32> {
+        match self {
+            ConvLayout::ChannelsLast => None,
+            ConvLayout::Interleaved32 => Some(32),
+        }
+    }
+}
+
+spelled_enum! {
     /// Which convolution strides a CUTLASS 2.x dgrad kernel handles (`conv::StrideSupport`).
     StrideSupport {
         /// Any stride (dgrad: CUTLASS's strided-dgrad kernel, which cannot split K at stride > 1
@@ -141,11 +195,12 @@ impl StrideSupport {
 
 /// A 2-D convolution as its implicit GEMM: `gemm` holds the element types, alignments (of A, B
 /// and C in the roles of [`ConvKind`]), accumulator and math, with the GEMM view's layouts
-/// ([`ConvKind::gemm_layouts`]); the tensors themselves are channels-last.
+/// ([`ConvKind::gemm_layouts`]); `layout` says how the tensors themselves are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConvOperation {
     pub kind: ConvKind,
     pub gemm: GemmOperation,
+    pub layout: ConvLayout,
     pub iterator: IteratorAlgorithm,
     pub stride_support: StrideSupport,
 }

@@ -34,7 +34,7 @@ use crate::error::Error;
 use crate::gemm::{GemmOperands, Operand};
 use crate::kernel::KernelInfo;
 use crate::matrix::MatrixShape;
-use crate::model::{Api, ConvKind, DType, IteratorAlgorithm, Layout, MathOp, SplitK};
+use crate::model::{Api, ConvKind, ConvLayout, DType, IteratorAlgorithm, Layout, MathOp, SplitK};
 use crate::registry::Registry;
 use crate::types::Element;
 use crate::workspace::Workspace;
@@ -431,7 +431,13 @@ fn checked_problem(signature: ConvSignature, operands: &ConvOperands) -> Result<
             ),
         ));
     }
-    problem_from("conv dispatch", signature.kind, signature.elements, operands)
+    problem_from(
+        "conv dispatch",
+        signature.kind,
+        signature.elements,
+        ConvLayout::ChannelsLast,
+        operands,
+    )
 }
 
 /// The conv kernel, split-K and reason for `problem` (the table, else the heuristic); remembered

@@ -23,13 +23,16 @@ pub mod stride_phases;
 mod tensor;
 
 pub use problem::{Conv2dProblem, ConvMode};
-pub use tensor::{Krsc, Nhwc, Npqk, TensorLayout, TensorMut, TensorOperand, TensorRef};
+pub use tensor::{
+    element_offset, pack, permute, unpack, C32rsk32, ConvTensor, Krsc, Nc32hw32, Nhwc, Nk32pq32, Npqk,
+    TensorLayout, TensorMut, TensorOperand, TensorRef,
+};
 
 use crate::abi;
 use crate::device;
 use crate::error::Error;
 use crate::kernel::{HostCode, KernelInfo};
-use crate::model::{Api, ConvKind, DType};
+use crate::model::{Api, ConvKind, ConvLayout, DType};
 use crate::params::{run_prepare, PrepareFn, Prepared};
 use crate::types::{Element, Scalar};
 use crate::workspace::{Scratch, Workspace};
@@ -374,15 +377,17 @@ pub fn problem_of(info: &'static KernelInfo, ops: &ConvOperands) -> Result<Conv2
         )
     })?;
     let g = info.gemm();
-    problem_from(info.name, conv.kind, (g.a.element, g.b.element, g.c.element), ops)
+    let elements = (g.a.element, g.b.element, g.c.element);
+    problem_from(info.name, conv.kind, elements, conv.layout, ops)
 }
 
-/// [`problem_of`] for a convolution of `kind` over `elements` (A, B, C in the kind's roles);
-/// errors name `who`.
+/// [`problem_of`] for a convolution of `kind` over `elements` (A, B, C in the kind's roles) stored
+/// in `layout`; errors name `who`.
 pub(crate) fn problem_from(
     who: &'static str,
     kind: ConvKind,
     elements: (DType, DType, DType),
+    layout: ConvLayout,
     ops: &ConvOperands,
 ) -> Result<Conv2dProblem, Error> {
     let fail = |m: String| Error::invalid(who, m);
@@ -395,10 +400,11 @@ pub(crate) fn problem_from(
     };
     let [n, _, _, c] = activation;
     let [k, r, s, filter_c] = filter;
+    let [activation_layout, filter_layout, output_layout] = layout.tensor_names();
     for (dims, name, layout) in [
-        (activation, "activation", "NHWC"),
-        (filter, "filter", "KRSC"),
-        (output, "output", "NPQK"),
+        (activation, "activation", activation_layout),
+        (filter, "filter", filter_layout),
+        (output, "output", output_layout),
     ] {
         if dims.contains(&0) {
             return Err(fail(format!(
@@ -408,10 +414,11 @@ pub(crate) fn problem_from(
     }
     if filter_c != c {
         return Err(fail(format!(
-            "the activation has {c} channels (NHWC {activation:?}) but the filter has {filter_c} (KRSC {filter:?}); they must match"
+            "the activation has {c} channels ({activation_layout} {activation:?}) but the filter has {filter_c} \
+             ({filter_layout} {filter:?}); they must match"
         )));
     }
-    let mut problem = Conv2dProblem::new(kind, activation, [k, r, s], elements);
+    let mut problem = Conv2dProblem::new(kind, activation, [k, r, s], elements).layout(layout);
     problem.pad = ops.geometry.pad;
     problem.stride = ops.geometry.stride;
     problem.dilation = ops.geometry.dilation;
@@ -420,7 +427,7 @@ pub(crate) fn problem_from(
     let (p, q) = problem.output_size().map_err(fail)?;
     if output != [n, p, q, k] {
         return Err(fail(format!(
-            "the output (NPQK) is {output:?} but an activation of {activation:?} and a filter of {filter:?} at \
+            "the output ({output_layout}) is {output:?} but an activation of {activation:?} and a filter of {filter:?} at \
              padding {:?}, stride {:?}, dilation {:?} give [{n}, {p}, {q}, {k}]",
             ops.geometry.pad, ops.geometry.stride, ops.geometry.dilation
         )));

@@ -3,7 +3,7 @@
 //! split-K, tensor addresses.
 
 use crate::kernel::{KernelInfo, Problem, Want};
-use crate::model::{Api, ConvKind, DType, IteratorAlgorithm, OperationKind, StrideSupport};
+use crate::model::{Api, ConvKind, ConvLayout, DType, IteratorAlgorithm, OperationKind, StrideSupport};
 
 /// How the filter is applied.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -39,6 +39,8 @@ pub struct Conv2dProblem {
     pub split_k_slices: usize,
     /// Element types of A, B and C/D.
     pub elements: (DType, DType, DType),
+    /// How the tensors are stored (channels last unless said otherwise).
+    pub layout: ConvLayout,
     /// The device's compute capability, when known.
     pub compute_capability: Option<u32>,
     /// Device addresses of A, B, C and D, when known (checked against the kernel's alignment).
@@ -69,6 +71,7 @@ impl Conv2dProblem {
             mode: ConvMode::CrossCorrelation,
             split_k_slices: 1,
             elements,
+            layout: ConvLayout::ChannelsLast,
             compute_capability: None,
             addresses: None,
         }
@@ -86,6 +89,12 @@ impl Conv2dProblem {
 
     pub fn dilation(mut self, dilation_h: usize, dilation_w: usize) -> Self {
         self.dilation = [dilation_h, dilation_w];
+        self
+    }
+
+    /// Tensors stored in `layout` (the int8 interleaved layouts: [`ConvLayout::Interleaved32`]).
+    pub fn layout(mut self, layout: ConvLayout) -> Self {
+        self.layout = layout;
         self
     }
 
@@ -232,6 +241,25 @@ impl Problem for Conv2dProblem {
                 g.a.element, g.b.element, g.c.element
             )
         });
+        want(self.layout == conv.layout, &|| {
+            let [x, w, y] = self.layout.tensor_names();
+            let [kx, kw, ky] = conv.layout.tensor_names();
+            format!(
+                "the tensors are {x}, {w}, {y} but this kernel reads {kx}, {kw}, {ky}; use a kernel of tensor_layout {}",
+                self.layout
+            )
+        });
+        if let Some(group) = conv.layout.interleave() {
+            let group = group as usize;
+            let [x, w, _] = conv.layout.tensor_names();
+            want(self.c % group == 0 && self.k % group == 0, &|| {
+                format!(
+                    "{} input and {} output channels: {x} and {w} tensors hold channels in groups of {group}, so both \
+                     must be multiples of {group}; pad the channels with zeros",
+                    self.c, self.k
+                )
+            });
+        }
         let dims = match self.tensor_dims() {
             Ok(dims) => dims,
             Err(message) => return want(false, &|| message.clone()),

@@ -42,13 +42,19 @@ pub(super) fn kernel_source(k: &GemmKernel) -> String {
     } else {
         format!("CUTLASS_AOT_CONV_2X({name}, {name}_kernel)\n", name = k.name)
     };
-    let nhwc = "cutlass::layout::TensorNHWC";
+    // The activation's, filter's and output's layouts in the roles of A, B and C.
+    let [activation, filter, output] = k.conv_layout.cutlass_types();
+    let [la, lb, lc] = match kind {
+        ConvKind::Fprop => [activation, filter, output],
+        ConvKind::Dgrad => [output, filter, activation],
+        ConvKind::Wgrad => [output, activation, filter],
+    };
     format!(
         "// {origin}\n\
          using {name}_kernel = typename cutlass::conv::kernel::{default}<\n    \
-         {ea}, {nhwc},\n    \
-         {eb}, {nhwc},\n    \
-         {ec}, {nhwc},\n    \
+         {ea}, {la},\n    \
+         {eb}, {lb},\n    \
+         {ec}, {lc},\n    \
          {eacc}, {opclass}, cutlass::arch::Sm80,\n    \
          {tile},\n    \
          {warp},\n    \

@@ -161,6 +161,7 @@ pub fn check(e: &Entry) -> Vec<KeyProblem> {
     for (key, given) in [
         ("iterator_algorithm", e.iterator_algorithm.is_some()),
         ("stride_support", e.stride_support.is_some()),
+        ("tensor_layout", e.tensor_layout.is_some()),
     ] {
         if !given {
             continue;

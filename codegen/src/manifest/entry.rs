@@ -5,9 +5,9 @@ use super::report::Report;
 use super::schema::RawOperation;
 use super::values::{describe, family, integer, shape_family, spelled_family, stages, BadValue, Stages};
 use crate::model::{
-    Activation, AuxInput, AuxOutput, BatchMode, Broadcast, DType, Epilogue, EpilogueSchedule, GroupSchedule,
-    IteratorAlgorithm, KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction, Residual, Shape3,
-    SplitK, StrideSupport, Swizzle, TileScheduler,
+    Activation, AuxInput, AuxOutput, BatchMode, Broadcast, ConvLayout, DType, Epilogue, EpilogueSchedule,
+    GroupSchedule, IteratorAlgorithm, KernelSchedule, Layout, MathOp, OpClass, OperationKind, Reduction,
+    Residual, Shape3, SplitK, StrideSupport, Swizzle, TileScheduler,
 };
 use serde_yaml::Value;
 
@@ -59,6 +59,7 @@ pub struct Entry {
     pub batch_mode: Option<Vec<BatchMode>>,
     pub iterator_algorithm: Option<Vec<IteratorAlgorithm>>,
     pub stride_support: Option<Vec<StrideSupport>>,
+    pub tensor_layout: Option<Vec<ConvLayout>>,
 }
 
 /// Reads entry `index`, reporting every problem; `None` when a required field is missing or
@@ -175,6 +176,9 @@ pub fn read(raw: &RawOperation, index: usize, report: &mut Report) -> Option<Ent
         stride_support: r.optional("stride_support", &raw.stride_support, |v| {
             spelled_family(v, StrideSupport::from_manifest_name, &StrideSupport::allowed())
         }),
+        tensor_layout: r.optional("tensor_layout", &raw.tensor_layout, |v| {
+            spelled_family(v, ConvLayout::from_manifest_name, &ConvLayout::allowed())
+        }),
     };
     entry.clean = r.clean;
     let required = [
@@ -257,7 +261,8 @@ impl Reader<'_, '_> {
             None,
             format!(
                 "conv entries take no matrix layouts: their tensors are channels-last (activation NHWC, filter \
-                 KRSC, output NPQK); remove `{key}`"
+                 KRSC, output NPQK) or, with `tensor_layout: nc32hw32`, CUTLASS's interleaved int8 layouts; \
+                 remove `{key}`"
             ),
         );
     }

@@ -3,16 +3,16 @@
 use super::entry::Entry;
 use super::values::Stages;
 use crate::model::{
-    Activation, Api, AuxInput, AuxOutput, BatchMode, Broadcast, DType, Epilogue, EpilogueSchedule, Fusion,
-    GemmKernel, GroupSchedule, IteratorAlgorithm, KernelSchedule, Layout, MathOp, OpClass, OperationKind,
-    Reduction, Residual, Shape3, SplitK, StrideSupport, Swizzle, TileScheduler,
+    Activation, Api, AuxInput, AuxOutput, BatchMode, Broadcast, ConvLayout, DType, Epilogue,
+    EpilogueSchedule, Fusion, GemmKernel, GroupSchedule, IteratorAlgorithm, KernelSchedule, Layout, MathOp,
+    OpClass, OperationKind, Reduction, Residual, Shape3, SplitK, StrideSupport, Swizzle, TileScheduler,
 };
 
 /// More kernels than this from one entry is surely a mistake (each one is compiled by nvcc).
 pub const MAX_KERNELS_PER_ENTRY: usize = 4096;
 
 /// How many fields an entry has (its `kind` and `name` aside).
-const FIELDS: usize = 35;
+const FIELDS: usize = 36;
 
 /// How many kernels `entry` expands to.
 pub fn count(e: &Entry) -> usize {
@@ -60,6 +60,7 @@ fn lengths(e: &Entry) -> [usize; FIELDS] {
         len(&e.batch_mode),
         len(&e.iterator_algorithm),
         len(&e.stride_support),
+        len(&e.tensor_layout),
     ]
 }
 
@@ -113,6 +114,7 @@ pub fn expand(e: &Entry, origin: &str) -> Vec<GemmKernel> {
                     batch_mode: pick(&e.batch_mode, i[32]),
                     iterator_algorithm: pick(&e.iterator_algorithm, i[33]),
                     stride_support: pick(&e.stride_support, i[34]),
+                    tensor_layout: pick(&e.tensor_layout, i[35]),
                 },
                 e.kind,
                 origin,
@@ -171,6 +173,7 @@ struct Choice {
     batch_mode: Option<BatchMode>,
     iterator_algorithm: Option<IteratorAlgorithm>,
     stride_support: Option<StrideSupport>,
+    tensor_layout: Option<ConvLayout>,
 }
 
 /// Fills the defaults of the manifest format (documented in `mod.rs`). Keys of the other CUTLASS
@@ -215,6 +218,7 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
         layout_c: c.layout_c.unwrap_or(Layout::Row),
         iterator_algorithm: c.iterator_algorithm.unwrap_or(IteratorAlgorithm::Optimized),
         stride_support: c.stride_support.unwrap_or(StrideSupport::Strided),
+        conv_layout: c.tensor_layout.unwrap_or(ConvLayout::ChannelsLast),
         alignment_a: 0, // set below: the defaults of 2.x and 3.x kernels differ
         alignment_b: 0,
         alignment_c: 0, // set below: its default depends on the rest of the kernel
@@ -246,10 +250,14 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
         },
         origin: origin.to_string(),
     };
-    // A convolution's operands are channels-last tensors, seen by the rules (and CUTLASS) as its
-    // implicit GEMM's matrices.
+    // A convolution's operands are tensors, seen by the rules (and CUTLASS) as its implicit
+    // GEMM's matrices.
     if let Some(conv) = kind.conv_kind() {
-        [kernel.layout_a, kernel.layout_b, kernel.layout_c] = conv.gemm_layouts();
+        // arch_keys.rs reported a tensor_layout on arch 90; its kernels read channels-last tensors.
+        if kernel.api() == Api::Cutlass3x {
+            kernel.conv_layout = ConvLayout::ChannelsLast;
+        }
+        [kernel.layout_a, kernel.layout_b, kernel.layout_c] = conv.gemm_layouts(kernel.conv_layout);
     }
     let alignment = match kernel.api() {
         Api::Cutlass2x => {

@@ -41,9 +41,10 @@
 //!     reduction: none        # 90 only: none | row_sum (D's row sums; needs aux_input)
 //! ```
 //!
-//! Conv entries (`conv2d_*`) take the same keys but no `layout_*` (their tensors are channels-last;
-//! the implicit GEMM's view is `ConvKind::gemm_layouts`), plus `iterator_algorithm: optimized |
-//! analytic | fixed_channels | few_channels` and `stride_support: strided | unity` on arch 80; on
+//! Conv entries (`conv2d_*`) take the same keys but no `layout_*` (`tensor_layout` says how their
+//! tensors lie; the implicit GEMM's view is `ConvKind::gemm_layouts`), plus `iterator_algorithm: optimized |
+//! analytic | fixed_channels | few_channels | first_layer`, `stride_support: strided | unity` and
+//! `tensor_layout: nhwc | nc32hw32` (CUTLASS's interleaved int8 fprop) on arch 80; on
 //! arch 90 `tile_scheduler: stream_k` runs our persistent conv kernel with two consumer warpgroups
 //! (`schedule: cooperative`) or one (`schedule: warpspecialized`). Their rules are in
 //! `validate/rules_conv.rs`.

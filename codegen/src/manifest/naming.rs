@@ -54,6 +54,9 @@ const PLACEHOLDERS: &[(&str, Option<Api>, Render)] = &[
     ("stride_support", Some(Api::Cutlass2x), |k| {
         k.stride_support.to_string()
     }),
+    ("tensor_layout", Some(Api::Cutlass2x), |k| {
+        k.conv_layout.to_string()
+    }),
 ];
 
 /// Whether placeholder `i` means something for `kernel`.

@@ -61,5 +61,6 @@ pub struct RawOperation {
     pub batch_mode: Option<Value>,
     pub iterator_algorithm: Option<Value>,
     pub stride_support: Option<Value>,
+    pub tensor_layout: Option<Value>,
     pub feature: Option<Value>,
 }

@@ -183,6 +183,10 @@ fn types(k: &GemmKernel, out: &mut Vec<Finding>) {
 /// Interleaved layouts exist for s8 only, as CUTLASS's one combination (A n32, B t32, C n32); s8
 /// otherwise reads both operands K-major (A row, B column).
 fn layouts(k: &GemmKernel, out: &mut Vec<Finding>) {
+    // A conv kernel's matrix layouts follow from its `tensor_layout` (rules_conv.rs).
+    if k.conv_kind().is_some() {
+        return;
+    }
     let (la, lb, lc) = (k.layout_a, k.layout_b, k.layout_c);
     let interleaved = [la, lb, lc].iter().any(|l| l.interleave().is_some());
     let canonical = (

@@ -4,8 +4,8 @@
 
 use super::{list, Finding};
 use crate::model::{
-    Api, ConvKind, DType, EpilogueSchedule, GemmKernel, IteratorAlgorithm, KernelSchedule, MathOp, OpClass,
-    Shape3, SplitK, StrideSupport, Swizzle, TileScheduler,
+    Api, ConvKind, ConvLayout, DType, EpilogueSchedule, GemmKernel, IteratorAlgorithm, KernelSchedule,
+    MathOp, OpClass, Shape3, SplitK, StrideSupport, Swizzle, TileScheduler,
 };
 
 /// The identity swizzles, the only ones CUTLASS's conv kernels take.
@@ -61,6 +61,9 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
         IteratorAlgorithm::FirstLayer => first_layer(k, kind, out),
         IteratorAlgorithm::Analytic | IteratorAlgorithm::Optimized => {}
     }
+    if k.conv_layout == ConvLayout::Interleaved32 {
+        interleaved(k, kind, out);
+    }
     if k.stride_support == StrideSupport::Unity && kind != ConvKind::Dgrad {
         out.push((
             "stride_support",
@@ -78,6 +81,80 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
                 k.swizzle,
                 list(SWIZZLES)
             ),
+        ));
+    }
+}
+
+/// CUTLASS's interleaved int8 fprop (activation and output NC32HW32, filter C32RSK32): s8 in and
+/// out on tensor cores, 128-bit loads of 16 channels, 8-channel output stores, K tiles of whole
+/// 32-channel groups, no parallel split-K (its reduction writes packed NPQK).
+fn interleaved(k: &GemmKernel, kind: ConvKind, out: &mut Vec<Finding>) {
+    let key = "tensor_layout";
+    if kind != ConvKind::Fprop {
+        out.push((
+            key,
+            format!("CUTLASS builds interleaved (nc32hw32) convolutions for fprop only (this is {kind}); use nhwc"),
+        ));
+    }
+    if (k.element_a, k.element_b, k.element_c) != (DType::S8, DType::S8, DType::S8)
+        || k.opclass != OpClass::TensorOp
+    {
+        out.push((
+            key,
+            format!(
+                "nc32hw32 convolutions are int8 tensor-op kernels (here a {}, b {}, c {} on {}); allowed: a s8, c s8, \
+                 opclass tensorop",
+                k.element_a, k.element_b, k.element_c, k.opclass
+            ),
+        ));
+    }
+    if !matches!(
+        k.iterator_algorithm,
+        IteratorAlgorithm::Analytic | IteratorAlgorithm::Optimized
+    ) {
+        out.push((
+            "iterator_algorithm",
+            format!(
+                "{} does not read interleaved tensors; allowed with tensor_layout nc32hw32: analytic, optimized",
+                k.iterator_algorithm
+            ),
+        ));
+    }
+    if k.alignment_a != 16 || k.alignment_b != 16 {
+        out.push((
+            "alignment",
+            format!(
+                "interleaved convolutions load 16 channels (128 bits) at a time (alignment a {}, b {}); set \
+                 alignment: 16",
+                k.alignment_a, k.alignment_b
+            ),
+        ));
+    }
+    if k.alignment_c != 8 {
+        out.push((
+            "alignment_c",
+            format!(
+                "{} is not allowed with an interleaved output; allowed: 8 (CUTLASS's interleaved epilogue stores 64 \
+                 bits)",
+                k.alignment_c
+            ),
+        ));
+    }
+    if k.tile.k % 32 != 0 {
+        out.push((
+            "tile",
+            format!(
+                "tile K {} must be a multiple of 32: interleaved kernels read whole 32-channel groups",
+                k.tile.k
+            ),
+        ));
+    }
+    if k.split_k == SplitK::Parallel {
+        out.push((
+            "split_k",
+            "parallel split-K's reduction writes packed NPQK outputs only; allowed with tensor_layout nc32hw32: \
+             serial, none"
+                .to_string(),
         ));
     }
 }
