@@ -14,11 +14,12 @@
 //! ```text
 //! cargo build --release --features conv --example conv_bench
 //! conv_bench [--set resnet50|sweep|all] [--batch 128] [--dtype f16,bf16] [--kinds fprop,dgrad,wgrad]
-//!            [--iters 20] [--list] [--out FILE] [--dispatch-out FILE]
+//!            [--iters 20] [--list] [--verbose] [--out FILE] [--dispatch-out FILE]
 //!            [--problem N,HW,C,K,RS,STRIDE,PAD]...
 //! ```
 //! `--problem` adds a square problem of your own (set `custom`); with it, `--set` defaults to none.
-//! `--list` prints the problems as JSON lines (what the cuDNN script reads) and times nothing.
+//! `--list` prints the problems as JSON lines (what the cuDNN script reads) and times nothing;
+//! `--verbose` prints every kernel's time to stderr.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -104,6 +105,8 @@ struct Options {
     kinds: Vec<ConvKind>,
     iters: usize,
     list: bool,
+    /// Every kernel's time to stderr.
+    verbose: bool,
     out: Option<String>,
     dispatch_out: Option<String>,
     /// `--problem`s: (batch, layer).
@@ -118,6 +121,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         kinds: vec![ConvKind::Fprop, ConvKind::Dgrad, ConvKind::Wgrad],
         iters: 20,
         list: false,
+        verbose: false,
         out: None,
         dispatch_out: None,
         custom: Vec::new(),
@@ -147,6 +151,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     .collect::<Result<_, _>>()?
             }
             "--list" => o.list = true,
+            "--verbose" => o.verbose = true,
             "--out" => o.out = Some(value()?),
             "--dispatch-out" => o.dispatch_out = Some(value()?),
             other => {
@@ -270,7 +275,12 @@ struct Measured {
     layer: Layer,
     problem: Conv2dProblem,
     best: Best,
+    /// Every way timed: kernel, split-K slices, µs (the table's rows).
+    timed: Vec<Timed>,
 }
+
+/// One timed way to run a problem: kernel, split-K slices, µs.
+type Timed = (&'static KernelInfo, usize, f64);
 
 fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
     let stream = ctx.default_stream();
@@ -293,19 +303,22 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
             for &kind in &o.kinds {
                 let problem = conv_problem(kind, b.dtype, n, layer);
                 match measure(ctx, &stream, &spinner, o, b, &problem)? {
-                    Some(best) => measured.push(Measured {
+                    Some((best, timed)) => measured.push(Measured {
                         set,
                         layer,
                         problem,
                         best,
+                        timed,
                     }),
                     None => eprintln!("{set} {kind} {} {layer:?}: no kernel supports it", b.dtype),
                 }
             }
         }
     }
+    // Every way timed on the problems whose fastest way passed its spot check: the fastest serves
+    // the problem itself, the rest calibrate the cost model for problems the table lacks.
     let verified: Vec<&Measured> = measured.iter().filter(|m| m.best.3).collect();
-    let entries: Vec<conv::dispatch::Entry> = verified.iter().map(|m| entry(m)).collect();
+    let entries: Vec<conv::dispatch::Entry> = verified.iter().flat_map(|m| entries_of(m)).collect();
     let entries: &'static [conv::dispatch::Entry] = Box::leak(entries.into_boxed_slice());
     let table = conv::dispatch::Table::new(device.clone().leak(), date.clone().leak(), entries);
     if let Some(path) = &o.dispatch_out {
@@ -314,15 +327,21 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
              # columns: kind a b c n h w c k r s pad_h pad_w stride_h stride_w dilation_h dilation_w kernel split_k us\n"
         );
         for m in &verified {
-            text.push_str(&table_row(&m.problem, m.best.0, m.best.1, m.best.2));
-            text.push('\n');
+            for &(kernel, slices, us) in &m.timed {
+                text.push_str(&table_row(&m.problem, kernel, slices, us));
+                text.push('\n');
+            }
         }
         std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))?;
-        eprintln!("conv dispatch table: {} rows in {path}", verified.len());
+        eprintln!(
+            "conv dispatch table: {} rows of {} problems in {path}",
+            entries.len(),
+            verified.len()
+        );
     }
     // Pass 2: each problem as a user runs it, through dispatch with this run's table (what the
-    // build embeds from --dispatch-out), and with the table less the problem's own row (a
-    // problem the table has not seen: the nearest other measured problem, or the GEMM route).
+    // build embeds from --dispatch-out), and with the table less the problem's own rows (a
+    // problem the table has not seen: the cost model calibrated on the other problems).
     for m in &measured {
         let b = pools.iter().find(|b| b.dtype == m.problem.elements.0).unwrap();
         let own = |e: &conv::dispatch::Entry| {
@@ -332,11 +351,8 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
                 && e.filter == [m.problem.k, m.problem.r, m.problem.s]
                 && e.stride == m.problem.stride
         };
-        let others: Vec<conv::dispatch::Entry> = verified
-            .iter()
-            .filter(|o| !own(&entry(o)))
-            .map(|o| entry(o))
-            .collect();
+        let others: Vec<conv::dispatch::Entry> =
+            entries.iter().filter(|e| !own(e)).map(clone_entry).collect();
         let others =
             conv::dispatch::Table::new(table.device, table.date, Box::leak(others.into_boxed_slice()));
         let dispatched = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &table);
@@ -382,23 +398,30 @@ fn buffers(
     })
 }
 
-/// A measured problem's dispatch table entry.
-fn entry(m: &Measured) -> conv::dispatch::Entry {
+/// A measured problem's dispatch table rows: every way timed.
+fn entries_of(m: &Measured) -> Vec<conv::dispatch::Entry> {
     let p = &m.problem;
-    conv::dispatch::Entry {
-        signature: conv::dispatch::ConvSignature {
-            kind: p.kind,
-            elements: p.elements,
-        },
-        activation: [p.n, p.h, p.w, p.c],
-        filter: [p.k, p.r, p.s],
-        pad: p.pad,
-        stride: p.stride,
-        dilation: p.dilation,
-        kernel: m.best.0,
-        split_k: m.best.1,
-        us: m.best.2,
-    }
+    m.timed
+        .iter()
+        .map(|&(kernel, split_k, us)| conv::dispatch::Entry {
+            signature: conv::dispatch::ConvSignature {
+                kind: p.kind,
+                elements: p.elements,
+            },
+            activation: [p.n, p.h, p.w, p.c],
+            filter: [p.k, p.r, p.s],
+            pad: p.pad,
+            stride: p.stride,
+            dilation: p.dilation,
+            kernel,
+            split_k,
+            us,
+        })
+        .collect()
+}
+
+fn clone_entry(e: &conv::dispatch::Entry) -> conv::dispatch::Entry {
+    conv::dispatch::Entry { ..*e }
 }
 
 /// The JSON record of one problem: dispatched (ours), unseen-problem dispatch, fastest kernel.
@@ -496,8 +519,8 @@ fn record_of(
 /// The fastest kernel of a problem: (kernel, split-K slices, µs, spot check passed, launches tried).
 type Best = (&'static KernelInfo, usize, f64, bool, usize);
 
-/// Times every kernel that supports `problem`: the fastest (kernel, µs, spot check passed,
-/// kernels tried), or `None` when none supports it.
+/// Times every way dispatch may run `problem` (`conv::dispatch::options`): the fastest (kernel,
+/// µs, spot check passed, kernels tried) and every time, or `None` when nothing supports it.
 fn measure(
     ctx: &Arc<CudaContext>,
     stream: &Arc<CudaStream>,
@@ -505,9 +528,10 @@ fn measure(
     o: &Options,
     b: &Buffers,
     problem: &Conv2dProblem,
-) -> Result<Option<Best>, String> {
+) -> Result<Option<(Best, Vec<Timed>)>, String> {
     let ops = operands(stream, b, problem)?;
     let mut best: Option<(&'static KernelInfo, usize, f64)> = None;
+    let mut timed: Vec<Timed> = Vec::new();
     let mut tried = 0;
     // Times `info` at `slices` (a conv kernel, or a GEMM kernel on the matrix-product view) and
     // keeps the fastest; `route` labels a failure.
@@ -516,52 +540,36 @@ fn measure(
         // SAFETY: the pools hold at least every tensor's elements of the kernel's type; a GEMM
         // kernel views the same buffers as matrices.
         let launch = || unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) };
-        match time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch) {
-            Ok(t) if best.map_or(true, |(_, _, us)| t.median_us < us) => {
-                best = Some((info, slices, t.median_us))
+        let timing = time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch);
+        if let (true, Ok(t)) = (o.verbose, &timing) {
+            eprintln!(
+                "  {:>9.2} us  {}{route} split {slices}",
+                t.median_us, info.rust_name
+            );
+        }
+        match timing {
+            Ok(t) => {
+                timed.push((info, slices, t.median_us));
+                if best.map_or(true, |(_, _, us)| t.median_us < us) {
+                    best = Some((info, slices, t.median_us));
+                }
             }
-            Ok(_) => {}
             Err(e) => eprintln!("  {}{route} split {slices}: {e:?}", info.rust_name),
         }
     };
+    // Every way dispatch may run it: each conv kernel at each split-K it supports, and for a 1×1
+    // unit-stride problem each GEMM kernel that takes it as a matrix product.
     let props = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
-    for info in REGISTRY.all().iter().copied() {
-        let Some(conv) = info.operation.conv() else {
-            continue;
-        };
-        if conv.kind != problem.kind || conv.gemm.a.element != b.dtype || !info.epilogue.fusion.is_none() {
-            continue;
-        }
-        let mut p = *problem;
-        p.compute_capability = Some(props.compute_capability);
-        if info.supports(&p).is_err() {
-            continue;
-        }
-        // Kernels that split the implicit GEMM's K (2.x split-K, 3.x stream-K; wgrad's N·P·Q is
-        // long) at each slice count dispatch would consider.
-        for &slices in conv::dispatch::slice_candidates(info) {
-            let mut p = p;
-            p.split_k_slices = slices;
-            if info.supports(&p).is_err() {
-                continue;
-            }
-            time(info, slices, "");
-        }
-    }
-    // 1×1 unit-stride problems are also plain matrix products: every GEMM kernel that takes them
-    // as they lie, with split-K for the long reductions of wgrad.
     let mut p = *problem;
     p.compute_capability = Some(props.compute_capability);
     p.addresses = Some([ops.a.address, ops.b.address, ops.d.address, ops.d.address]);
-    let gemm_splits: &[usize] = if problem.kind == ConvKind::Wgrad {
-        &[1, 16, 64, 128]
-    } else {
-        &[1]
-    };
-    for &slices in gemm_splits {
-        for info in conv::dispatch::gemm_candidates(&REGISTRY, &p, &ops, slices) {
-            time(info, slices, " (as a GEMM)");
-        }
+    for (info, slices) in conv::dispatch::options(&REGISTRY, &p, &ops) {
+        let route = if info.operation.conv().is_some() {
+            ""
+        } else {
+            " (as a GEMM)"
+        };
+        time(info, slices, route);
     }
     let Some((info, slices, us)) = best else {
         return Ok(None);
@@ -571,7 +579,7 @@ fn measure(
     unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) }
         .map_err(|e| e.to_string())?;
     let verified = check_output(stream, b, problem)?;
-    Ok(Some((info, slices, us, verified, tried)))
+    Ok(Some(((info, slices, us, verified, tried), timed)))
 }
 
 /// One conv dispatch table row (see `--dispatch-out`).

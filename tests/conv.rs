@@ -441,83 +441,177 @@ fn hopper_tf32_fprop_rounds_to_tf32() {
     assert!(cutlass_aot::dispatch::rounds_to_tf32(tf32));
 }
 
-#[test]
-fn dispatch_table_takes_the_nearest_measured_problem_whose_kernel_fits() {
-    use conv::dispatch::{ConvSignature, Entry, Table};
-    let f16 = (DType::F16, DType::F16, DType::F16);
-    let signature = ConvSignature {
-        kind: ConvKind::Fprop,
-        elements: f16,
-    };
-    let entry = |activation: [usize; 4], kernel: &'static KernelInfo, split_k: usize| Entry {
-        signature,
-        activation,
-        filter: [activation[3], 3, 3],
-        pad: [1, 1],
-        stride: [1, 1],
-        dilation: [1, 1],
+/// A table row of `problem` (its kind, types and geometry) for `kernel` at `split_k`.
+fn row(
+    problem: &Conv2dProblem,
+    kernel: &'static KernelInfo,
+    split_k: usize,
+    us: f64,
+) -> conv::dispatch::Entry {
+    conv::dispatch::Entry {
+        signature: conv::dispatch::ConvSignature {
+            kind: problem.kind,
+            elements: problem.elements,
+        },
+        activation: [problem.n, problem.h, problem.w, problem.c],
+        filter: [problem.k, problem.r, problem.s],
+        pad: problem.pad,
+        stride: problem.stride,
+        dilation: problem.dilation,
         kernel,
         split_k,
-        us: 10.0,
-    };
+        us,
+    }
+}
+
+fn table(rows: Vec<conv::dispatch::Entry>) -> &'static conv::dispatch::Table {
+    Box::leak(Box::new(conv::dispatch::Table::new(
+        "NVIDIA H100 80GB HBM3",
+        "2026-11-24",
+        Box::leak(rows.into_boxed_slice()),
+    )))
+}
+
+/// A problem the table measured runs its fastest row that can run it, at that row's split-K; a
+/// problem it did not measure has no exact row.
+#[test]
+fn dispatch_table_runs_a_measured_problem_its_fastest_way() {
     let analytic = kernel("conv_fprop_f16_analytic_sm80");
     let optimized = kernel("conv_fprop_f16_optimized_sm80");
-    let entries: &'static [Entry] = Box::leak(Box::new([
-        entry([128, 56, 56, 64], analytic, 1),
-        entry([128, 14, 14, 256], optimized, 4),
-    ]));
-    let table = Table::new("NVIDIA H100 80GB HBM3", "2026-11-23", entries);
-    let near_small = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [256, 3, 3]).padding(1, 1);
-    let (e, slices) = table
-        .lookup(&near_small, &operands(&near_small))
-        .expect("an entry");
-    assert_eq!((e.kernel.rust_name, slices), (optimized.rust_name, 4));
-    let near_big = f16_problem(ConvKind::Fprop, [128, 56, 56, 64], [64, 3, 3]).padding(1, 1);
+    let mut measured = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [256, 3, 3]).padding(1, 1);
+    measured.compute_capability = Some(90);
+    let t = table(vec![
+        row(&measured, analytic, 1, 30.0),
+        row(&measured, optimized, 4, 12.0),
+        row(&measured, optimized, 1, 20.0),
+    ]);
+    let e = t
+        .exact(&measured, &operands(&measured))
+        .expect("a measured problem");
+    assert_eq!((e.kernel.rust_name, e.split_k), (optimized.rust_name, 4));
+    // The same extents at another padding, kind or batch: not this problem.
+    for other in [
+        f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [256, 3, 3]),
+        f16_problem(ConvKind::Dgrad, [64, 14, 14, 256], [256, 3, 3]).padding(1, 1),
+        f16_problem(ConvKind::Fprop, [32, 14, 14, 256], [256, 3, 3]).padding(1, 1),
+    ] {
+        assert!(t.exact(&other, &operands(&other)).is_none(), "{other:?}");
+    }
     assert_eq!(
-        table
-            .lookup(&near_big, &operands(&near_big))
-            .unwrap()
-            .0
-            .kernel
-            .rust_name,
-        analytic.rust_name
+        t.problems_of(conv::dispatch::ConvSignature {
+            kind: ConvKind::Fprop,
+            elements: measured.elements
+        }),
+        1
     );
-    // The entry's split does not fit a problem with few K tiles: run it unsplit.
-    let shallow = f16_problem(ConvKind::Fprop, [64, 14, 14, 8], [256, 1, 1]);
-    let (e, slices) = table.lookup(&shallow, &operands(&shallow)).expect("an entry");
-    assert_eq!((e.kernel.rust_name, slices), (optimized.rust_name, 1));
-    // Another kind or type has no entry.
-    let dgrad = f16_problem(ConvKind::Dgrad, [64, 14, 14, 256], [256, 3, 3]);
-    assert!(table.lookup(&dgrad, &operands(&dgrad)).is_none());
+}
 
-    // A GEMM entry (a 1x1 problem measured fastest as a matrix product) serves 1x1 unit-stride
-    // problems only; a 3x3 one takes the nearest conv entry instead.
-    let mut one_by_one = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [512, 1, 1]);
-    one_by_one.compute_capability = Some(90);
-    let gemm = conv::dispatch::gemm_candidates(&REGISTRY, &one_by_one, &operands(&one_by_one), 1);
-    let gemm = *gemm
+/// For a problem the table lacks, each way to run it is the model's cost ÷ the rate its kernel
+/// showed on the table's rows: a kernel measured faster than the model thinks wins over one the
+/// bare model prefers.
+#[test]
+fn dispatch_model_calibrated_on_the_table_prefers_kernels_measured_fast() {
+    use conv::calibration::Rates;
+    use conv::dispatch::{heuristic, model_cost, options};
+    let sms = 132;
+    let at = |p: Conv2dProblem| {
+        let mut p = p;
+        p.compute_capability = Some(90);
+        p
+    };
+    let unseen = at(f16_problem(ConvKind::Fprop, [32, 28, 28, 128], [128, 3, 3]).padding(1, 1));
+    let measured = [
+        at(f16_problem(ConvKind::Fprop, [64, 56, 56, 64], [64, 3, 3]).padding(1, 1)),
+        at(f16_problem(ConvKind::Fprop, [128, 14, 14, 256], [256, 3, 3]).padding(1, 1)),
+    ];
+    // The bare model's choice, and another kernel that runs every problem here.
+    let (preferred, _) = heuristic(&REGISTRY, &unseen, sms).expect("a kernel");
+    let other = options(&REGISTRY, &unseen, &operands(&unseen))
+        .into_iter()
+        .map(|(k, _)| k)
+        .find(|k| {
+            k.name != preferred.name
+                && k.operation.conv().is_some()
+                && measured.iter().all(|p| k.supports(p).is_ok())
+        })
+        .expect("a second kernel");
+    // Measured: `other` runs at 10x the model's rate, `preferred` at 1x.
+    let mut rows = Vec::new();
+    for p in &measured {
+        for (k, rate) in [(preferred, 1.0), (other, 10.0)] {
+            let cost = model_cost(k, p, 1, sms).unwrap();
+            rows.push(row(p, k, 1, cost / rate));
+        }
+    }
+    let t = table(rows);
+    let ops = operands(&unseen);
+    let (chosen, slices, estimate) = t.calibrated(&REGISTRY, &unseen, &ops, sms).expect("a choice");
+    // (At a split-K the table lacks, the kernel's rate over its rows and the model's split-K.)
+    assert_eq!(chosen.name, other.name);
+    let expected = model_cost(other, &unseen, slices, sms).unwrap() / 10.0;
+    assert!(
+        (estimate - expected).abs() < 1e-9 * expected,
+        "{estimate} vs {expected}"
+    );
+    // A rate is per split-K where the table measured that split, else over the kernel's rows.
+    let p = &measured[0];
+    let rates = Rates::fit(
+        Box::leak(
+            vec![
+                row(p, other, 1, model_cost(other, p, 1, sms).unwrap() / 2.0),
+                row(p, other, 4, model_cost(other, p, 4, sms).unwrap() / 8.0),
+            ]
+            .into_boxed_slice(),
+        ),
+        sms,
+    );
+    let rate = |slices| rates.rate(other, ConvKind::Fprop, slices).unwrap();
+    assert!((rate(1) - 2.0).abs() < 1e-9 && (rate(4) - 8.0).abs() < 1e-9);
+    assert!(
+        (rate(2) - 4.0).abs() < 1e-9,
+        "geometric mean of 2 and 8: {}",
+        rate(2)
+    );
+    assert!(rates.rate(preferred, ConvKind::Fprop, 1).is_none());
+    assert!(rates.rate(other, ConvKind::Dgrad, 1).is_none());
+    // No rows of the kind and types: no calibrated choice (dispatch falls back to the heuristic).
+    let dgrad = at(f16_problem(ConvKind::Dgrad, [32, 28, 28, 128], [128, 3, 3]).padding(1, 1));
+    assert!(t.calibrated(&REGISTRY, &dgrad, &operands(&dgrad), sms).is_none());
+}
+
+/// A GEMM kernel measured on 1x1 problems serves unseen 1x1 problems when its rate says so, and
+/// never a 3x3 one (not a matrix product).
+#[test]
+fn dispatch_model_offers_gemm_kernels_for_matrix_products_only() {
+    use conv::dispatch::{gemm_candidates, model_cost};
+    let sms = 132;
+    let mut seen = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [512, 1, 1]);
+    seen.compute_capability = Some(90);
+    let mut unseen = f16_problem(ConvKind::Fprop, [32, 28, 28, 256], [1024, 1, 1]);
+    unseen.compute_capability = Some(90);
+    let gemm = *gemm_candidates(&REGISTRY, &seen, &operands(&seen), 1)
         .first()
         .expect("a GEMM kernel takes an f16 fprop 1x1 as a tn product");
-    assert!(gemm.operation.conv().is_none());
-    let entries: &'static [Entry] = Box::leak(Box::new([
-        Entry {
-            filter: [512, 1, 1],
-            pad: [0, 0],
-            ..entry([64, 14, 14, 256], gemm, 1)
-        },
-        entry([128, 56, 56, 64], analytic, 1),
-    ]));
-    let table = Table::new("NVIDIA H100 80GB HBM3", "2026-11-23", entries);
-    let (e, _) = table
-        .lookup(&one_by_one, &operands(&one_by_one))
-        .expect("an entry");
-    assert_eq!(e.kernel.rust_name, gemm.rust_name);
-    let mut three_by_three = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [512, 3, 3]).padding(1, 1);
+    let conv_kernel = kernel("conv_fprop_f16_optimized_sm80");
+    let t = table(vec![
+        row(&seen, gemm, 1, model_cost(gemm, &seen, 1, sms).unwrap() / 50.0),
+        row(
+            &seen,
+            conv_kernel,
+            1,
+            model_cost(conv_kernel, &seen, 1, sms).unwrap(),
+        ),
+    ]);
+    let (chosen, ..) = t
+        .calibrated(&REGISTRY, &unseen, &operands(&unseen), sms)
+        .expect("a choice");
+    assert_eq!(chosen.name, gemm.name);
+    let mut three_by_three = f16_problem(ConvKind::Fprop, [32, 28, 28, 256], [1024, 3, 3]).padding(1, 1);
     three_by_three.compute_capability = Some(90);
-    let (e, _) = table
-        .lookup(&three_by_three, &operands(&three_by_three))
-        .expect("an entry");
-    assert_eq!(e.kernel.rust_name, analytic.rust_name);
+    let (chosen, ..) = t
+        .calibrated(&REGISTRY, &three_by_three, &operands(&three_by_three), sms)
+        .expect("a choice");
+    assert_eq!(chosen.name, conv_kernel.name);
 }
 
 #[test]
@@ -562,8 +656,19 @@ fn the_embedded_h100_table_decides_resnet_layers_and_refers_to_compiled_kernels(
     }
     let layer = f16_problem(ConvKind::Fprop, [128, 28, 28, 128], [128, 3, 3]).padding(1, 1);
     let (kernel, _, choice) = decide(&REGISTRY, table, &layer, &operands(&layer), &H100).unwrap();
-    assert!(matches!(choice, ConvChoice::Table { .. }), "{choice:?}");
+    assert!(matches!(choice, ConvChoice::Table), "{choice:?}");
     assert_eq!(kernel.api(), Api::Cutlass3x, "{}", kernel.rust_name);
+    // A layer the table never measured: the model calibrated on the table's f16 fprop problems.
+    let unseen = f16_problem(ConvKind::Fprop, [96, 20, 20, 96], [160, 3, 3]).padding(1, 1);
+    let (kernel, _, choice) = decide(&REGISTRY, table, &unseen, &operands(&unseen), &H100).unwrap();
+    match choice {
+        ConvChoice::Calibrated {
+            problems,
+            estimated_us,
+        } => assert!(problems >= 20 && estimated_us > 0.0, "{choice:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(kernel.supports(&unseen).is_ok() || kernel.operation.conv().is_none());
 }
 
 /// The runtime's shared-memory rule for first_layer kernels is the glue's: the bytes each

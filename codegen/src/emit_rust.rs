@@ -127,16 +127,16 @@ fn dispatch_entry(row: &crate::dispatch_table::Row) -> TokenStream {
     }
 }
 
-/// The embedded conv dispatch tables (`cutlass_aot::conv::dispatch::Table`), one per device.
+/// The embedded conv dispatch tables (`cutlass_aot::conv::dispatch::Table`), one per device. A
+/// table holds every way the benchmark measured (thousands of rows), so each row is one compact
+/// `Entry::row` call; the tables live in a static array (a `Table` caches its fitted rates, which
+/// a static may hold but a borrowed temporary may not).
 fn conv_dispatch_tokens(tables: &[crate::conv_dispatch_table::Table]) -> TokenStream {
     let tables_tokens = tables.iter().map(|table| {
         let entries = table.rows.iter().map(|row| {
-            let kind = variant(quote!(::cutlass_aot::model::ConvKind), format!("{:?}", row.kind));
-            let (ea, eb, ec) = (
-                dtype(row.elements.0),
-                dtype(row.elements.1),
-                dtype(row.elements.2),
-            );
+            let kind = format_ident!("{}", format!("{:?}", row.kind));
+            let [ea, eb, ec] = [row.elements.0, row.elements.1, row.elements.2]
+                .map(|d| format_ident!("{}", format!("{d:?}")));
             let [n, h, w, c] = row.activation;
             let [k, r, s] = row.filter;
             let [ph, pw] = row.pad;
@@ -145,27 +145,25 @@ fn conv_dispatch_tokens(tables: &[crate::conv_dispatch_table::Table]) -> TokenSt
             let (split_k, us) = (row.split_k, row.us);
             let module = format_ident!("{}", row.rust_name);
             quote! {
-                ::cutlass_aot::conv::dispatch::Entry {
-                    signature: ::cutlass_aot::conv::dispatch::ConvSignature {
-                        kind: #kind, elements: (#ea, #eb, #ec),
-                    },
-                    activation: [#n, #h, #w, #c],
-                    filter: [#k, #r, #s],
-                    pad: [#ph, #pw],
-                    stride: [#sh, #sw],
-                    dilation: [#dh, #dw],
-                    kernel: &#module::INFO,
-                    split_k: #split_k,
-                    us: #us,
-                }
+                Entry::row(#kind, (#ea, #eb, #ec), [#n, #h, #w, #c, #k, #r, #s, #ph, #pw, #sh, #sw, #dh, #dw],
+                    &super::#module::INFO, #split_k, #us)
             }
         });
         let (device, date) = (&table.device, &table.date);
-        quote!(::cutlass_aot::conv::dispatch::Table::new(#device, #date, &[#(#entries),*]))
+        quote!(Table::new(#device, #date, &[#(#entries),*]))
     });
+    let count = tables.len();
     quote! {
+        // (A table without rows, or no table, leaves the row imports unused.)
+        #[allow(unused_imports)]
+        mod conv_dispatch_rows {
+            use ::cutlass_aot::conv::dispatch::{Entry, Table};
+            use ::cutlass_aot::model::ConvKind::*;
+            use ::cutlass_aot::model::DType::*;
+            pub(super) static TABLES: [Table; #count] = [#(#tables_tokens),*];
+        }
         /// The measured conv dispatch tables embedded by the build, one per device.
-        pub static CONV_DISPATCH_TABLES: &[::cutlass_aot::conv::dispatch::Table] = &[#(#tables_tokens),*];
+        pub static CONV_DISPATCH_TABLES: &[::cutlass_aot::conv::dispatch::Table] = &conv_dispatch_rows::TABLES;
     }
 }
 

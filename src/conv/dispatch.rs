@@ -1,32 +1,35 @@
 //! Conv dispatch: given a convolution, the fastest compiled way to run it, without naming a kernel.
 //!
-//! Two sources, in order:
+//! Three sources, in order:
 //! 1. **A measured table** ([`Table`], `bench/dispatch/conv_*.tsv`, written by
-//!    `examples/conv_bench.rs --dispatch-out`): for each measured problem the fastest verified way
-//!    to run it and its split-K. A problem takes the entry of the nearest measured problem of its
-//!    kind and types (distance: sum of |log2| ratios of the implicit GEMM's M, N, K, the filter's
-//!    taps, the stride and the input and output channel counts) that can run it. An entry's kernel is a conv kernel, or a **GEMM
-//!    kernel**: a 1×1 filter at unit stride without padding is a plain matrix product over the
-//!    channels-last tensors as they lie (fprop: `y[NHW×K] = x[NHW×C] · w[K×C]ᵀ`; dgrad:
-//!    `dx[NHW×C] = dy[NHW×K] · w[K×C]`; wgrad: `dw[K×C] = dy[NHW×K]ᵀ · x[NHW×C]`, see
-//!    [`as_gemm`]), and the benchmark times the GEMM kernels on it beside the conv kernels; such an
-//!    entry only serves problems that are such products.
-//! 2. **A heuristic** where the table has nothing: among the plain conv kernels that support the
-//!    problem, the lowest estimated time — waves of output tiles (times split-K slices) over the
-//!    SMs, or stream-K's even spread, each a tile's multiply-adds (a Hopper kernel's channels
-//!    rounded up to its tile at every filter tap) with a per-tile penalty, CUTLASS 2.x kernels at
-//!    65 % of a Hopper kernel's rate and analytic iterators at 75 % of the others'; a strided dgrad
-//!    as the sum of its stride phases.
+//!    `examples/conv_bench.rs --dispatch-out`): every way the benchmark timed each measured problem
+//!    (kernel, split-K, µs). A measured problem runs its fastest row ([`Table::exact`]). A row's
+//!    kernel is a conv kernel, or a **GEMM kernel**: a 1×1 filter at unit stride without padding is
+//!    a plain matrix product over the channels-last tensors as they lie (fprop:
+//!    `y[NHW×K] = x[NHW×C] · w[K×C]ᵀ`; dgrad: `dx[NHW×C] = dy[NHW×K] · w[K×C]`; wgrad:
+//!    `dw[K×C] = dy[NHW×K]ᵀ · x[NHW×C]`, see [`as_gemm`]), and the benchmark times the GEMM
+//!    kernels on it beside the conv kernels.
+//! 2. **The cost model calibrated on the table** for a problem the table did not measure
+//!    ([`Table::calibrated`], [`super::calibration`]): every way to run it ([`options`]) is
+//!    estimated as the model's cost ÷ the rate its kernel (at that split-K) showed on the table's
+//!    rows, and the lowest estimate runs.
+//! 3. **The bare model** ([`heuristic`]) where the table has no rows of the problem's kind and
+//!    types: waves of output tiles (times split-K slices) over the SMs, or stream-K's spread with
+//!    its serial fixup, each a tile's multiply-adds (a Hopper kernel's channels rounded up to its
+//!    tile at every filter tap) with a per-tile penalty, CUTLASS 2.x kernels at 65 % of a Hopper
+//!    kernel's rate and analytic iterators at 75 % of the others'; a strided dgrad as the sum of its
+//!    stride phases.
 //!
 //! The typed entry point is [`run`] with a [`Conv2d`] over the markers [`Fprop`], [`Dgrad`] and
 //! [`Wgrad`]; [`launch_raw`] takes untyped operands. Decisions are remembered per problem.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use cudarc::driver::CudaStream;
 
+use super::calibration::Rates;
 use super::{problem_from, Conv2d, Conv2dProblem, ConvOperands, ConvTypes, Krsc, Nhwc, Npqk, TensorOperand};
 use crate::device::DeviceProps;
 use crate::dispatch::{self as gemm_dispatch, Signature};
@@ -86,7 +89,8 @@ pub struct ConvSignature {
     pub elements: (DType, DType, DType),
 }
 
-/// One measured row: the fastest verified kernel and split-K of one conv problem.
+/// One measured row: a way to run one conv problem (a kernel and its split-K) and its time. A
+/// table holds every way the benchmark measured; the fastest of a problem is its verified winner.
 #[derive(Debug)]
 pub struct Entry {
     pub signature: ConvSignature,
@@ -105,7 +109,31 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn problem(&self) -> Conv2dProblem {
+    /// A row as the build emits it: kind, element types, `[n, h, w, c, k, r, s, pad_h, pad_w,
+    /// stride_h, stride_w, dilation_h, dilation_w]`, kernel, split-K, µs.
+    pub const fn row(
+        kind: ConvKind,
+        elements: (DType, DType, DType),
+        g: [usize; 13],
+        kernel: &'static KernelInfo,
+        split_k: usize,
+        us: f64,
+    ) -> Entry {
+        Entry {
+            signature: ConvSignature { kind, elements },
+            activation: [g[0], g[1], g[2], g[3]],
+            filter: [g[4], g[5], g[6]],
+            pad: [g[7], g[8]],
+            stride: [g[9], g[10]],
+            dilation: [g[11], g[12]],
+            kernel,
+            split_k,
+            us,
+        }
+    }
+
+    /// The measured problem.
+    pub fn problem(&self) -> Conv2dProblem {
         let [k, r, s] = self.filter;
         Conv2dProblem::new(
             self.signature.kind,
@@ -117,6 +145,17 @@ impl Entry {
         .stride(self.stride[0], self.stride[1])
         .dilation(self.dilation[0], self.dilation[1])
     }
+
+    /// Whether the row measured exactly `problem` (kind, types, extents and geometry).
+    fn measured(&self, problem: &Conv2dProblem) -> bool {
+        self.signature.kind == problem.kind
+            && self.signature.elements == problem.elements
+            && self.activation == [problem.n, problem.h, problem.w, problem.c]
+            && self.filter == [problem.k, problem.r, problem.s]
+            && self.pad == problem.pad
+            && self.stride == problem.stride
+            && self.dilation == problem.dilation
+    }
 }
 
 /// A measured conv dispatch table, as embedded by the build (one per device).
@@ -125,6 +164,8 @@ pub struct Table {
     pub device: &'static str,
     pub date: &'static str,
     pub entries: &'static [Entry],
+    /// The model's rates fitted on `entries`, on first use ([`super::calibration`]).
+    rates: OnceLock<Rates>,
 }
 
 impl Table {
@@ -133,46 +174,96 @@ impl Table {
             device,
             date,
             entries,
+            rates: OnceLock::new(),
         }
     }
 
-    /// The entry of the nearest measured problem of `problem`'s kind and types whose kernel
-    /// supports it (a GEMM kernel: `operands` viewed as a matrix product), with the split-K to run
-    /// (the entry's, or 1 where the entry's does not fit).
-    pub fn lookup(
-        &self,
-        problem: &Conv2dProblem,
-        operands: &ConvOperands,
-    ) -> Option<(&'static Entry, usize)> {
-        let signature = ConvSignature {
-            kind: problem.kind,
-            elements: problem.elements,
-        };
-        let (m, n, k) = problem.gemm_extent().ok()?;
-        let log_ratio = |a: usize, b: usize| ((a.max(1) as f64) / (b.max(1) as f64)).log2().abs();
+    /// The fastest measured way to run exactly `problem` that can run it (a GEMM kernel: `operands`
+    /// viewed as a matrix product), with its split-K; `None` when the table did not measure it.
+    pub fn exact(&self, problem: &Conv2dProblem, operands: &ConvOperands) -> Option<&'static Entry> {
         self.entries
             .iter()
-            .filter(|e| e.signature == signature)
-            .filter_map(|e| {
-                let slices = [e.split_k, 1]
-                    .into_iter()
-                    .find(|&s| runs(e.kernel, problem, operands, s))?;
-                let measured = e.problem();
-                let (em, en, ek) = measured.gemm_extent().ok()?;
-                let distance = log_ratio(m, em)
-                    + log_ratio(n, en)
-                    + log_ratio(k, ek)
-                    + log_ratio(problem.r * problem.s, e.filter[1] * e.filter[2])
-                    // The channel counts decide which tiles fit a filter tap (the flat extents
-                    // above mix them with the taps and pixels).
-                    + log_ratio(problem.c, e.activation[3])
-                    + log_ratio(problem.k, e.filter[0])
-                    + log_ratio(problem.stride[0] * problem.stride[1], e.stride[0] * e.stride[1]);
-                Some((distance, e, slices))
-            })
-            .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
-            .map(|(_, e, slices)| (e, slices))
+            .filter(|e| e.measured(problem) && runs(e.kernel, problem, operands, e.split_k))
+            .min_by(|a, b| a.us.total_cmp(&b.us))
     }
+
+    /// For a problem the table did not measure: every way to run it ([`options`]) estimated by the
+    /// model calibrated on this table's rows ([`super::calibration`]), the fastest with its split-K and
+    /// estimated µs. `None` when no candidate's kernel has rows of the problem's kind.
+    pub fn calibrated(
+        &self,
+        registry: &Registry,
+        problem: &Conv2dProblem,
+        operands: &ConvOperands,
+        multiprocessors: u32,
+    ) -> Option<(&'static KernelInfo, usize, f64)> {
+        let rates = self
+            .rates
+            .get_or_init(|| Rates::fit(self.entries, multiprocessors));
+        options(registry, problem, operands)
+            .into_iter()
+            .filter_map(|(kernel, slices)| {
+                Some((
+                    kernel,
+                    slices,
+                    rates.estimate(kernel, problem, slices, multiprocessors)?,
+                ))
+            })
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+    }
+
+    /// How many distinct problems of `signature` the table measured.
+    pub fn problems_of(&self, signature: ConvSignature) -> usize {
+        let mut seen: Vec<&Entry> = Vec::new();
+        for e in self.entries.iter().filter(|e| e.signature == signature) {
+            if !seen.iter().any(|s| s.measured(&e.problem())) {
+                seen.push(e);
+            }
+        }
+        seen.len()
+    }
+}
+
+/// Every way dispatch may run `problem` (compute capability and addresses set): each allowed
+/// conv kernel of its kind and types at each split-K it supports ([`slice_candidates`]), and each
+/// GEMM kernel that takes it as a matrix product ([`gemm_candidates`]; wgrad's long reduction
+/// also at 16, 64 and 128 slices) — what the benchmark measures.
+pub fn options(
+    registry: &Registry,
+    problem: &Conv2dProblem,
+    operands: &ConvOperands,
+) -> Vec<(&'static KernelInfo, usize)> {
+    let mut out = Vec::new();
+    for &kernel in registry.all() {
+        let Some(conv) = kernel.operation.conv() else {
+            continue;
+        };
+        let g = &conv.gemm;
+        if conv.kind != problem.kind
+            || (g.a.element, g.b.element, g.c.element) != problem.elements
+            || !allowed(kernel)
+        {
+            continue;
+        }
+        for &slices in slice_candidates(kernel) {
+            if kernel.supports(&with_slices(problem, slices)).is_ok() {
+                out.push((kernel, slices));
+            }
+        }
+    }
+    let gemm_splits: &[usize] = if problem.kind == ConvKind::Wgrad {
+        &[1, 16, 64, 128]
+    } else {
+        &[1]
+    };
+    for &slices in gemm_splits {
+        out.extend(
+            gemm_candidates(registry, problem, operands, slices)
+                .into_iter()
+                .map(|k| (k, slices)),
+        );
+    }
+    out
 }
 
 impl gemm_dispatch::MeasuredOn for Table {
@@ -244,11 +335,12 @@ fn with_slices(problem: &Conv2dProblem, slices: usize) -> Conv2dProblem {
 /// How a conv kernel was chosen.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ConvChoice {
-    /// The measured table's nearest problem: activation `[n, h, w, c]`, filter `[k, r, s]`.
-    Table {
-        activation: [usize; 4],
-        filter: [usize; 3],
-    },
+    /// The measured table's fastest way for this very problem.
+    Table,
+    /// The cost model calibrated on the table's `problems` measured problems of this kind and
+    /// types; `estimated_us` is its estimate.
+    Calibrated { problems: usize, estimated_us: f64 },
+    /// The bare cost model: the table has no rows for this kind and types (or this device).
     Heuristic,
 }
 
@@ -270,9 +362,11 @@ impl ConvDispatched {
     /// One line for people: the kernel, the route and why.
     pub fn describe(&self) -> String {
         let why = match self.choice {
-            ConvChoice::Table { activation, filter } => {
-                format!("measured table, nearest problem {activation:?} * {filter:?}")
-            }
+            ConvChoice::Table => "measured table, this problem".to_string(),
+            ConvChoice::Calibrated {
+                problems,
+                estimated_us,
+            } => format!("model calibrated on {problems} measured problems, estimated {estimated_us:.1} us"),
             ConvChoice::Heuristic => "heuristic (no measured entry for this kind and types)".into(),
         };
         let route = if self.as_gemm() { "; as a GEMM" } else { "" };
@@ -462,12 +556,23 @@ pub fn decide(
     if let Some(remembered) = MEMO.lock().unwrap().as_ref().and_then(|m| m.get(&key)) {
         return Ok(*remembered);
     }
-    let decision = if let Some((entry, slices)) = table.lookup(&problem, operands) {
-        let choice = ConvChoice::Table {
-            activation: entry.activation,
-            filter: entry.filter,
-        };
-        (entry.kernel, slices, choice)
+    let signature = ConvSignature {
+        kind: problem.kind,
+        elements: problem.elements,
+    };
+    let calibrated = || table.calibrated(registry, &problem, operands, device.multiprocessors);
+    let decision = if let Some(entry) = table.exact(&problem, operands) {
+        (entry.kernel, entry.split_k, ConvChoice::Table)
+    } else if let Some((kernel, slices, estimated_us)) = calibrated() {
+        let problems = table.problems_of(signature);
+        (
+            kernel,
+            slices,
+            ConvChoice::Calibrated {
+                problems,
+                estimated_us,
+            },
+        )
     } else {
         let (kernel, slices) = heuristic(registry, &problem, device.multiprocessors)
             .ok_or_else(|| no_kernel(registry, &problem))?;
@@ -550,6 +655,25 @@ pub fn heuristic(
     best.map(|(_, kernel, slices)| (kernel, slices))
 }
 
+/// The heuristic's relative cost of `kernel` on `problem` at `slices` split-K slices on a device
+/// of `multiprocessors` SMs (arbitrary units: only ratios mean something; `None` when the
+/// problem has no implicit GEMM). Does not check that the kernel supports the problem.
+pub fn model_cost(
+    kernel: &KernelInfo,
+    problem: &Conv2dProblem,
+    slices: usize,
+    multiprocessors: u32,
+) -> Option<f64> {
+    let extent = problem.gemm_extent().ok()?;
+    Some(kernel_cost(
+        kernel,
+        problem,
+        extent,
+        slices,
+        multiprocessors.max(1) as f64,
+    ))
+}
+
 /// [`estimated_cost`] of `kernel` on `problem`, whose implicit GEMM is `(m, n, k)`. A strided dgrad
 /// costs the sum of its stride phases' unit-stride dgrads: a 3.x kernel launches one per phase
 /// ([`super::stride_phases`]), and CUTLASS 2.x's strided dgrad tiles each phase apart too, so
@@ -620,9 +744,13 @@ fn estimated_cost(kernel: &KernelInfo, (m, n, k): (usize, usize, usize), slices:
     let tiles = (m as f64 / tm).ceil() * (n as f64 / tn).ceil() * slices as f64;
     let waves = (tiles / sms).ceil() * tm * tn * (k as f64 / slices as f64).ceil();
     let busiest = if kernel.design.split_k() == SplitK::StreamK && slices == 1 {
-        // Stream-K spreads the K tiles of all output tiles evenly over the SMs (5 % for the
-        // partial tiles' fixup), or runs whole tiles where that is no slower.
-        waves.min(tiles * tm * tn * k as f64 / sms * 1.05)
+        // Stream-K spreads the K tiles of all output tiles evenly over the SMs, or runs whole
+        // tiles where that is no slower. The SMs sharing an output tile add their partial sums
+        // into it one after another (CUTLASS's fixup): with few tiles over many SMs (a narrow
+        // wgrad: 9 tiles, ~15 SMs each) that chain costs about a quarter of the spread work per
+        // extra SM (H100, 2026-11-24: 194 µs against 100 µs at 8 split-K slices).
+        let peers = (sms / tiles).max(1.0);
+        waves.min(tiles * tm * tn * k as f64 / sms * 1.05 * (1.0 + 0.25 * (peers - 1.0)))
     } else {
         waves
     };

@@ -16,6 +16,7 @@ use std::ffi::{c_void, CStr};
 
 use cudarc::driver::CudaStream;
 
+pub mod calibration;
 pub mod dispatch;
 pub mod first_layer;
 mod problem;

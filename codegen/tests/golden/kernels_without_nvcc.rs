@@ -1837,5 +1837,12 @@ pub static DISPATCH: ::cutlass_aot::dispatch::Table = ::cutlass_aot::dispatch::T
     DISPATCH_TABLES[0].date,
     DISPATCH_TABLES[0].entries,
 );
+#[allow(unused_imports)]
+mod conv_dispatch_rows {
+    use ::cutlass_aot::conv::dispatch::{Entry, Table};
+    use ::cutlass_aot::model::ConvKind::*;
+    use ::cutlass_aot::model::DType::*;
+    pub(super) static TABLES: [Table; 0usize] = [];
+}
 /// The measured conv dispatch tables embedded by the build, one per device.
-pub static CONV_DISPATCH_TABLES: &[::cutlass_aot::conv::dispatch::Table] = &[];
+pub static CONV_DISPATCH_TABLES: &[::cutlass_aot::conv::dispatch::Table] = &conv_dispatch_rows::TABLES;
