@@ -298,6 +298,7 @@ pub(crate) unsafe fn copy4_batch(stream: &CudaStream, copies: &[Copy4d]) -> Resu
             unsafe {
                 launch_with(
                     stream,
+                    stream.cu_stream(),
                     entry,
                     &args,
                     largest.div_ceil(256),
@@ -322,11 +323,13 @@ pub(crate) struct Scale4d {
 }
 
 impl Scale4d {
-    /// Enqueues the scale (nothing when it is empty).
+    /// Enqueues the scale (nothing when it is empty) on `on`: `stream` itself, or a side stream
+    /// of its context.
     ///
     /// # Safety
-    /// As [`Copy4d::enqueue`] (`src` only when beta is not 0).
-    pub unsafe fn enqueue(&self, stream: &CudaStream) -> Result<(), Error> {
+    /// As [`Copy4d::enqueue`] (`src` only when beta is not 0); `on` must be a live stream of
+    /// `stream`'s context.
+    pub(crate) unsafe fn enqueue_on(&self, stream: &CudaStream, on: sys::CUstream) -> Result<(), Error> {
         use crate::model::DType;
         let entry: &'static CStr = match self.element {
             DType::F16 => c"cutlass_aot_scale4_f16",
@@ -350,7 +353,7 @@ impl Scale4d {
                     extent: extent.map(|e| e as i64),
                     beta: 0.0,
                 };
-                return unsafe { launch_elements(stream, c"cutlass_aot_zero4_b16", &args, extent) };
+                return unsafe { launch_elements(stream, on, c"cutlass_aot_zero4_b16", &args, extent) };
             }
         }
         let args = Scale4Args {
@@ -359,16 +362,18 @@ impl Scale4d {
             extent: self.extent.map(|e| e as i64),
             beta: self.beta,
         };
-        unsafe { launch_elements(stream, entry, &args, self.extent) }
+        unsafe { launch_elements(stream, on, entry, &args, self.extent) }
     }
 }
 
-/// Launches 4-D support kernel `entry` with `args`, 256 threads a block, one element a thread.
+/// Launches 4-D support kernel `entry` with `args` on `on` (a stream of `stream`'s context), 256
+/// threads a block, one element a thread.
 ///
 /// # Safety
 /// As [`launch`].
 unsafe fn launch_elements<T>(
     stream: &CudaStream,
+    on: sys::CUstream,
     entry: &'static CStr,
     args: &T,
     extent: [usize; 4],
@@ -378,7 +383,7 @@ unsafe fn launch_elements<T>(
         return Ok(());
     }
     // Blocks of 256 threads, at most 16 per SM: the kernels loop over the rest.
-    unsafe { launch_with(stream, entry, args, elements.div_ceil(256), (256, 1, 1), 1) }
+    unsafe { launch_with(stream, on, entry, args, elements.div_ceil(256), (256, 1, 1), 1) }
 }
 
 /// Launches support kernel `entry` with `args` over 32×32 tiles of `(rows, cols, batch)`.
@@ -392,17 +397,18 @@ unsafe fn launch<T>(
     (rows, cols, batch): (usize, usize, usize),
 ) -> Result<(), Error> {
     let tiles = rows.div_ceil(32) * cols.div_ceil(32) * batch;
-    unsafe { launch_with(stream, entry, args, tiles, (32, 8, 1), 1) }
+    unsafe { launch_with(stream, stream.cu_stream(), entry, args, tiles, (32, 8, 1), 1) }
 }
 
-/// Launches support kernel `entry` with `args` on up to `work` blocks of `block` threads (times
-/// `grid_y`, a batch): enough to fill the device several times over; the kernels loop over the
-/// rest.
+/// Launches support kernel `entry` with `args` on `on` (a stream of `stream`'s context) on up to
+/// `work` blocks of `block` threads (times `grid_y`, a batch): enough to fill the device several
+/// times over; the kernels loop over the rest.
 ///
 /// # Safety
 /// As [`launch`].
 unsafe fn launch_with<T>(
     stream: &CudaStream,
+    on: sys::CUstream,
     entry: &'static CStr,
     args: &T,
     work: usize,
@@ -431,7 +437,7 @@ unsafe fn launch_with<T>(
             (blocks, grid_y.max(1), 1),
             block,
             0,
-            stream.cu_stream(),
+            on,
             &mut params,
         )
     }
