@@ -6,7 +6,7 @@
 //! not know how fast each kernel family really runs on a device. The table does: every measured
 //! row (a problem, a kernel, a split-K, a time) gives one rate, cost ÷ time. A kernel's rate is the
 //! geometric mean of its rows' (per split-K where the table has that split, else over all its
-//! rows). Left out of the committed H100 table (2026-11-24) in turn, its 182 problems ran at 0.90
+//! rows). Left out of the committed H100 table (2026-11-24) in turn, its 182 problems ran at 0.91
 //! of their fastest way this way, against 0.85 with the bare model; on an earlier run's table,
 //! 0.91 against 0.83 with the previous rule, the nearest measured problem's kernel
 //! (`examples/conv_dispatch_study.rs`).
