@@ -2,7 +2,7 @@
 //! shapes) and, for a 1×1 unit-stride problem, every GEMM kernel that runs it as a matrix
 //! product; then the problem as a user runs it through `conv::dispatch`, and writes one JSON line per problem: the dispatched time
 //! (`ours_us`, what the cuDNN comparison uses) and route, the fastest single conv kernel
-//! (`best_kernel*`), and `unseen_us`: dispatch with the table less this problem's own row, i.e. a
+//! (`best_kernel*`), and `unseen_us`: dispatch with the table less this problem's own rows, i.e. a
 //! problem the table has not measured. Every result is spot-checked against an f64 reference.
 //! `bench/conv_cudnn.py` times cuDNN on the same problems in the same run, and
 //! `bench/compare_conv.py` joins the two into ratios.
@@ -344,15 +344,11 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
     // problem the table has not seen: the cost model calibrated on the other problems).
     for m in &measured {
         let b = pools.iter().find(|b| b.dtype == m.problem.elements.0).unwrap();
-        let own = |e: &conv::dispatch::Entry| {
-            e.signature.kind == m.problem.kind
-                && e.signature.elements == m.problem.elements
-                && e.activation == [m.problem.n, m.problem.h, m.problem.w, m.problem.c]
-                && e.filter == [m.problem.k, m.problem.r, m.problem.s]
-                && e.stride == m.problem.stride
-        };
-        let others: Vec<conv::dispatch::Entry> =
-            entries.iter().filter(|e| !own(e)).map(clone_entry).collect();
+        let others: Vec<conv::dispatch::Entry> = entries
+            .iter()
+            .filter(|e| !e.measures(&m.problem))
+            .copied()
+            .collect();
         let others =
             conv::dispatch::Table::new(table.device, table.date, Box::leak(others.into_boxed_slice()));
         let dispatched = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &table);
@@ -418,10 +414,6 @@ fn entries_of(m: &Measured) -> Vec<conv::dispatch::Entry> {
             us,
         })
         .collect()
-}
-
-fn clone_entry(e: &conv::dispatch::Entry) -> conv::dispatch::Entry {
-    conv::dispatch::Entry { ..*e }
 }
 
 /// The JSON record of one problem: dispatched (ours), unseen-problem dispatch, fastest kernel.

@@ -79,12 +79,8 @@ fn read(path: &str) -> Result<Vec<Measured>, String> {
             *g = num(4 + j)?;
         }
         let row = Entry::row(kind, elements, geometry, info, split, us);
-        let same = |m: &Measured| {
-            let (a, b) = (&m.row, &row);
-            (a.signature, a.activation, a.filter, a.pad, a.stride, a.dilation)
-                == (b.signature, b.activation, b.filter, b.pad, b.stride, b.dilation)
-        };
-        let at = match problems.iter().position(same) {
+        let problem = row.problem();
+        let at = match problems.iter().position(|m| m.row.measures(&problem)) {
             Some(at) => at,
             None => {
                 problems.push(Measured {

@@ -148,21 +148,24 @@ impl Tensor {
         // Extents the layout cannot hold (channels off an interleave) stay in channels-last order:
         // only refusal cases have them, and a refused launch reads nothing.
         let stored = storage.permute(&values, true).unwrap_or_else(|_| values.clone());
-        let buffer = stream
-            .clone_htod(&verify::encode(dtype, &stored))
-            .map_err(|e| format!("upload: {e}"))?;
-        Ok(Tensor {
-            dtype,
-            values,
-            buffer,
-        })
+        Self::stored(stream, dtype, values, &stored)
     }
 
     /// A buffer of `len` poison values (an output and the tail behind it).
     fn poisoned(stream: &Arc<CudaStream>, dtype: DType, len: usize) -> Result<Self, Failed> {
         let values = vec![verify::poison(dtype); len];
+        Self::stored(stream, dtype, values.clone(), &values)
+    }
+
+    /// `stored` on the device; `values` the same elements in channels-last order.
+    fn stored(
+        stream: &Arc<CudaStream>,
+        dtype: DType,
+        values: Vec<f64>,
+        stored: &[f64],
+    ) -> Result<Self, Failed> {
         let buffer = stream
-            .clone_htod(&verify::encode(dtype, &values))
+            .clone_htod(&verify::encode(dtype, stored))
             .map_err(|e| format!("upload: {e}"))?;
         Ok(Tensor {
             dtype,

@@ -91,7 +91,7 @@ pub struct ConvSignature {
 
 /// One measured row: a way to run one conv problem (a kernel and its split-K) and its time. A
 /// table holds every way the benchmark measured; the fastest of a problem is its verified winner.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Entry {
     pub signature: ConvSignature,
     /// Activation `[n, h, w, c]` and filter `[k, r, s]` extents.
@@ -147,7 +147,7 @@ impl Entry {
     }
 
     /// Whether the row measured exactly `problem` (kind, types, extents and geometry).
-    fn measured(&self, problem: &Conv2dProblem) -> bool {
+    pub fn measures(&self, problem: &Conv2dProblem) -> bool {
         self.signature.kind == problem.kind
             && self.signature.elements == problem.elements
             && self.activation == [problem.n, problem.h, problem.w, problem.c]
@@ -183,7 +183,7 @@ impl Table {
     pub fn exact(&self, problem: &Conv2dProblem, operands: &ConvOperands) -> Option<&'static Entry> {
         self.entries
             .iter()
-            .filter(|e| e.measured(problem) && runs(e.kernel, problem, operands, e.split_k))
+            .filter(|e| e.measures(problem) && runs(e.kernel, problem, operands, e.split_k))
             .min_by(|a, b| a.us.total_cmp(&b.us))
     }
 
@@ -214,10 +214,11 @@ impl Table {
 
     /// How many distinct problems of `signature` the table measured.
     pub fn problems_of(&self, signature: ConvSignature) -> usize {
-        let mut seen: Vec<&Entry> = Vec::new();
+        let mut seen: Vec<Conv2dProblem> = Vec::new();
         for e in self.entries.iter().filter(|e| e.signature == signature) {
-            if !seen.iter().any(|s| s.measured(&e.problem())) {
-                seen.push(e);
+            let problem = e.problem();
+            if !seen.contains(&problem) {
+                seen.push(problem);
             }
         }
         seen.len()
@@ -233,24 +234,7 @@ pub fn options(
     problem: &Conv2dProblem,
     operands: &ConvOperands,
 ) -> Vec<(&'static KernelInfo, usize)> {
-    let mut out = Vec::new();
-    for &kernel in registry.all() {
-        let Some(conv) = kernel.operation.conv() else {
-            continue;
-        };
-        let g = &conv.gemm;
-        if conv.kind != problem.kind
-            || (g.a.element, g.b.element, g.c.element) != problem.elements
-            || !allowed(kernel)
-        {
-            continue;
-        }
-        for &slices in slice_candidates(kernel) {
-            if kernel.supports(&with_slices(problem, slices)).is_ok() {
-                out.push((kernel, slices));
-            }
-        }
-    }
+    let mut out: Vec<_> = conv_options(registry, problem).collect();
     let gemm_splits: &[usize] = if problem.kind == ConvKind::Wgrad {
         &[1, 16, 64, 128]
     } else {
@@ -264,6 +248,30 @@ pub fn options(
         );
     }
     out
+}
+
+/// The conv kernels among [`options`]: each allowed conv kernel of `problem`'s kind and types at
+/// each split-K it supports, in registry order (what the bare heuristic ranks).
+fn conv_options<'r>(
+    registry: &'r Registry,
+    problem: &'r Conv2dProblem,
+) -> impl Iterator<Item = (&'static KernelInfo, usize)> + 'r {
+    registry
+        .all()
+        .iter()
+        .copied()
+        .filter(|kernel| {
+            kernel.operation.conv().is_some_and(|conv| {
+                let g = &conv.gemm;
+                conv.kind == problem.kind && (g.a.element, g.b.element, g.c.element) == problem.elements
+            }) && allowed(kernel)
+        })
+        .flat_map(|kernel| {
+            slice_candidates(kernel)
+                .iter()
+                .map(move |&slices| (kernel, slices))
+        })
+        .filter(|&(kernel, slices)| kernel.supports(&with_slices(problem, slices)).is_ok())
 }
 
 impl gemm_dispatch::MeasuredOn for Table {
@@ -635,24 +643,12 @@ pub fn heuristic(
     problem: &Conv2dProblem,
     multiprocessors: u32,
 ) -> Option<(&'static KernelInfo, usize)> {
-    let (m, n, k) = problem.gemm_extent().ok()?;
+    let extent = problem.gemm_extent().ok()?;
     let sms = multiprocessors.max(1) as f64;
-    let mut best: Option<(f64, &'static KernelInfo, usize)> = None;
-    for &kernel in registry.all() {
-        if !allowed(kernel) {
-            continue;
-        }
-        for &slices in slice_candidates(kernel) {
-            if kernel.supports(&with_slices(problem, slices)).is_err() {
-                continue;
-            }
-            let cost = kernel_cost(kernel, problem, (m, n, k), slices, sms);
-            if best.as_ref().map_or(true, |(c, ..)| cost < *c) {
-                best = Some((cost, kernel, slices));
-            }
-        }
-    }
-    best.map(|(_, kernel, slices)| (kernel, slices))
+    conv_options(registry, problem)
+        .map(|(kernel, slices)| (kernel_cost(kernel, problem, extent, slices, sms), kernel, slices))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, kernel, slices)| (kernel, slices))
 }
 
 /// The heuristic's relative cost of `kernel` on `problem` at `slices` split-K slices on a device
