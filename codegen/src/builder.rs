@@ -26,59 +26,59 @@ pub const ARCHS_VAR: &str = "CUTLASS_AOT_ARCHS";
 const GLUE_HEADERS: &[(&str, &str)] = &[
     (
         "cutlass_aot/abi.h",
-        include_str!("../../cutlass_glue/include/cutlass_aot/abi.h"),
+        include_str!("../cutlass_glue/include/cutlass_aot/abi.h"),
     ),
     (
         "cutlass_aot/gemm_2x.cuh",
-        include_str!("../../cutlass_glue/include/cutlass_aot/gemm_2x.cuh"),
+        include_str!("../cutlass_glue/include/cutlass_aot/gemm_2x.cuh"),
     ),
     (
         "cutlass_aot/gemm_3x.cuh",
-        include_str!("../../cutlass_glue/include/cutlass_aot/gemm_3x.cuh"),
+        include_str!("../cutlass_glue/include/cutlass_aot/gemm_3x.cuh"),
     ),
     (
         "cutlass_aot/abi_grouped.h",
-        include_str!("../../cutlass_glue/include/cutlass_aot/abi_grouped.h"),
+        include_str!("../cutlass_glue/include/cutlass_aot/abi_grouped.h"),
     ),
     (
         "cutlass_aot/grouped_setup.cuh",
-        include_str!("../../cutlass_glue/include/cutlass_aot/grouped_setup.cuh"),
+        include_str!("../cutlass_glue/include/cutlass_aot/grouped_setup.cuh"),
     ),
     (
         "cutlass_aot/grouped_2x.cuh",
-        include_str!("../../cutlass_glue/include/cutlass_aot/grouped_2x.cuh"),
+        include_str!("../cutlass_glue/include/cutlass_aot/grouped_2x.cuh"),
     ),
     (
         "cutlass_aot/grouped_3x.cuh",
-        include_str!("../../cutlass_glue/include/cutlass_aot/grouped_3x.cuh"),
+        include_str!("../cutlass_glue/include/cutlass_aot/grouped_3x.cuh"),
     ),
     (
         "cutlass_aot/abi_conv.h",
-        include_str!("../../cutlass_glue/include/cutlass_aot/abi_conv.h"),
+        include_str!("../cutlass_glue/include/cutlass_aot/abi_conv.h"),
     ),
     (
         "cutlass_aot/conv_2x.cuh",
-        include_str!("../../cutlass_glue/include/cutlass_aot/conv_2x.cuh"),
+        include_str!("../cutlass_glue/include/cutlass_aot/conv_2x.cuh"),
     ),
     (
         "cutlass_aot/conv_first_layer.cuh",
-        include_str!("../../cutlass_glue/include/cutlass_aot/conv_first_layer.cuh"),
+        include_str!("../cutlass_glue/include/cutlass_aot/conv_first_layer.cuh"),
     ),
     (
         "cutlass_aot/conv_3x.cuh",
-        include_str!("../../cutlass_glue/include/cutlass_aot/conv_3x.cuh"),
+        include_str!("../cutlass_glue/include/cutlass_aot/conv_3x.cuh"),
     ),
     (
         "cutlass_aot/conv_3x_cooperative.hpp",
-        include_str!("../../cutlass_glue/include/cutlass_aot/conv_3x_cooperative.hpp"),
+        include_str!("../cutlass_glue/include/cutlass_aot/conv_3x_cooperative.hpp"),
     ),
     (
         "cutlass_aot/launch_shape.hpp",
-        include_str!("../../cutlass_glue/include/cutlass_aot/launch_shape.hpp"),
+        include_str!("../cutlass_glue/include/cutlass_aot/launch_shape.hpp"),
     ),
     (
         "cutlass_aot/support.cuh",
-        include_str!("../../cutlass_glue/include/cutlass_aot/support.cuh"),
+        include_str!("../cutlass_glue/include/cutlass_aot/support.cuh"),
     ),
 ];
 
