@@ -37,8 +37,11 @@ struct LoadedImage {
 #[derive(Clone, Debug)]
 pub(crate) struct LoadedFunction {
     pub function: CudaFunction,
-    /// The kernel's parameter size as the driver reports it (`sizeof(Params)` on the device side).
+    /// The kernel's parameter size as the driver reports it (`sizeof(Params)` on the device side)
+    /// when it takes one parameter, as CUTLASS entries do; 0 otherwise.
     pub param_bytes: usize,
+    /// Every parameter's (offset, size) in the parameter space, as the driver reports them.
+    pub params: Vec<(usize, usize)>,
     /// Dynamic shared memory the function has been allowed so far.
     pub shared_memory_limit: u32,
     /// Resident blocks per multiprocessor, once asked for (block size, shared memory, count).
@@ -102,6 +105,29 @@ impl Image {
         kernel: &'static str,
         shared_memory: u32,
     ) -> Result<LoadedFunction, Error> {
+        let function = self.any_function(ctx, entry, kernel, shared_memory)?;
+        if function.params.len() != 1 {
+            return Err(Error::AbiMismatch {
+                kernel,
+                message: format!(
+                    "the kernel entry does not take exactly one Params argument (the driver reports {} \
+                     parameters: (offset, bytes) {:?})",
+                    function.params.len(),
+                    function.params
+                ),
+            });
+        }
+        Ok(function)
+    }
+
+    /// [`Image::function`] for an entry of any parameter list (a user kernel's).
+    pub(crate) fn any_function(
+        &self,
+        ctx: &Arc<CudaContext>,
+        entry: &'static CStr,
+        kernel: &'static str,
+        shared_memory: u32,
+    ) -> Result<LoadedFunction, Error> {
         let key = ctx.cu_ctx() as usize;
         let mut loaded = self
             .loaded
@@ -128,17 +154,34 @@ impl Image {
         let function_index = match image.functions.iter().position(|(name, _)| *name == entry) {
             Some(index) => index,
             None => {
-                let name = entry.to_str().expect("kernel names are ASCII");
-                let function = image
-                    .module
-                    .load_function(name)
-                    .map_err(Error::driver("looking up the kernel in its image"))?;
-                let param_bytes = param_size(&function, kernel)?;
+                let name = entry.to_str().map_err(|_| Error::AbiMismatch {
+                    kernel,
+                    message: format!("the entry name {entry:?} is not UTF-8"),
+                })?;
+                let function = image.module.load_function(name).map_err(|error| {
+                    if matches!(error.0, cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_FOUND) {
+                        Error::AbiMismatch {
+                            kernel,
+                            message: format!(
+                                "its image has no kernel named `{name}` (is the entry declared \
+                                 `extern \"C\" __global__`? a C++ name is mangled)"
+                            ),
+                        }
+                    } else {
+                        Error::driver("looking up the kernel in its image")(error)
+                    }
+                })?;
+                let params = param_info(&function)?;
+                let param_bytes = match params.as_slice() {
+                    [(_, size)] => *size,
+                    _ => 0,
+                };
                 image.functions.push((
                     entry,
                     LoadedFunction {
                         function,
                         param_bytes,
+                        params,
                         shared_memory_limit: 48 * 1024,
                         occupancy: None,
                     },
@@ -187,30 +230,29 @@ impl Image {
     }
 }
 
-/// The kernel's single parameter (Params) size, from the driver; the kernels take exactly one.
-fn param_size(function: &CudaFunction, kernel: &'static str) -> Result<usize, Error> {
-    let (mut offset, mut size) = (0usize, 0usize);
-    // SAFETY: valid function handle; out-pointers to locals.
-    let status =
-        unsafe { cudarc::driver::sys::cuFuncGetParamInfo(function.cu_function(), 0, &mut offset, &mut size) };
-    status
-        .result()
-        .map_err(Error::driver("reading the kernel's parameter size"))?;
-    let mut extra = (0usize, 0usize);
-    let second = unsafe {
-        cudarc::driver::sys::cuFuncGetParamInfo(function.cu_function(), 1, &mut extra.0, &mut extra.1)
-    };
-    // Only the count matters: the driver may place the one parameter at a non-zero offset of the
-    // parameter space (seen for sm_90a kernels with 64-byte aligned Params: offset 112).
-    if second.result().is_ok() {
-        return Err(Error::AbiMismatch {
-            kernel,
-            message: format!(
-                "the kernel entry does not take exactly one Params argument (parameter 0: offset {offset}, \
-                 {size} bytes; parameter 1 at offset {}, {} bytes)",
-                extra.0, extra.1
-            ),
-        });
+/// Every parameter's (offset, size), from the driver (it numbers them until one is out of range).
+fn param_info(function: &CudaFunction) -> Result<Vec<(usize, usize)>, Error> {
+    let mut params = Vec::new();
+    loop {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: valid function handle; out-pointers to locals.
+        let status = unsafe {
+            cudarc::driver::sys::cuFuncGetParamInfo(
+                function.cu_function(),
+                params.len(),
+                &mut offset,
+                &mut size,
+            )
+        };
+        match status {
+            cudarc::driver::sys::CUresult::CUDA_SUCCESS => params.push((offset, size)),
+            // Past the last parameter (or none at all).
+            cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(params),
+            other => {
+                return Err(Error::driver("reading the kernel's parameters")(
+                    cudarc::driver::DriverError(other),
+                ))
+            }
+        }
     }
-    Ok(size)
 }

@@ -57,6 +57,9 @@ pub enum HostCode {
         /// The split-K reduction kernel built with a parallel split-K conv kernel.
         reduction: Option<&'static crate::conv::ConvReduction>,
     },
+    /// A user kernel: no host code (its launch shape comes from the manifest's expressions);
+    /// `built` is false when the crate was built without nvcc.
+    Custom { built: bool },
 }
 
 impl HostCode {
@@ -66,6 +69,7 @@ impl HostCode {
             HostCode::Gemm { prepare, .. } => prepare.is_some(),
             HostCode::GemmGrouped { prepare } => prepare.is_some(),
             HostCode::Conv2d { prepare, .. } => prepare.is_some(),
+            HostCode::Custom { built } => *built,
         }
     }
 }
@@ -166,10 +170,16 @@ impl KernelInfo {
                 reduction: Some(reduction),
                 ..
             } => entries.push(reduction.entry),
-            HostCode::Gemm { reduction: None, .. } | HostCode::Conv2d { reduction: None, .. } => {}
+            HostCode::Gemm { reduction: None, .. }
+            | HostCode::Conv2d { reduction: None, .. }
+            | HostCode::Custom { .. } => {}
         }
         for entry in entries {
-            self.image.function(ctx, entry, self.name, 0)?;
+            if matches!(self.host, HostCode::Custom { .. }) {
+                self.image.any_function(ctx, entry, self.name, 0)?;
+            } else {
+                self.image.function(ctx, entry, self.name, 0)?;
+            }
         }
         Ok(())
     }

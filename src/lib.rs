@@ -33,6 +33,7 @@ extern crate self as cutlass_aot;
 pub mod abi;
 pub mod array;
 pub mod conv;
+pub mod custom;
 pub mod device;
 pub mod dispatch;
 mod error;

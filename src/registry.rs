@@ -1,6 +1,9 @@
 //! The kernel registry and discovery — the CUTLASS API's `get_kernels(args, metadata_filter)`:
 //! every compiled kernel is listed with its metadata ([`KernelInfo`]) and can be queried by name,
-//! by predicate and by problem, for every operation alike.
+//! by predicate and by problem, for every operation alike. User kernels (`kind: custom`) are
+//! listed beside CUTLASS's: [`Registry::kernels`] walks both, [`Registry::user_kernels`] and
+//! [`Registry::get_user_kernels`] them alone. [`Registry::all`] and [`Registry::filter`] list the
+//! CUTLASS kernels, whose GEMM operands ([`KernelInfo::gemm`]) a predicate may read.
 
 use crate::kernel::{KernelInfo, Problem};
 
@@ -8,27 +11,36 @@ use crate::kernel::{KernelInfo, Problem};
 #[derive(Debug)]
 pub struct Registry {
     kernels: &'static [&'static KernelInfo],
+    user: &'static [&'static KernelInfo],
 }
 
 impl Registry {
-    pub const fn new(kernels: &'static [&'static KernelInfo]) -> Self {
-        Registry { kernels }
+    /// CUTLASS kernels and user kernels, each in manifest order.
+    pub const fn new(kernels: &'static [&'static KernelInfo], user: &'static [&'static KernelInfo]) -> Self {
+        Registry { kernels, user }
     }
 
-    /// Every kernel, in manifest order.
+    /// Every CUTLASS kernel, in manifest order.
     pub fn all(&self) -> &'static [&'static KernelInfo] {
         self.kernels
     }
 
-    /// The kernel with this CUTLASS library name or Rust name.
-    pub fn by_name(&self, name: &str) -> Option<&'static KernelInfo> {
-        self.kernels
-            .iter()
-            .copied()
-            .find(|k| k.name == name || k.rust_name == name)
+    /// Every user kernel (`kind: custom`), in manifest order.
+    pub fn user_kernels(&self) -> &'static [&'static KernelInfo] {
+        self.user
     }
 
-    /// Kernels matching a metadata predicate (the CUTLASS API's `metadata_filter`).
+    /// Every kernel: CUTLASS's, then the user's.
+    pub fn kernels(&self) -> impl Iterator<Item = &'static KernelInfo> {
+        self.kernels.iter().chain(self.user).copied()
+    }
+
+    /// The kernel (CUTLASS's or a user's) with this library name or Rust name.
+    pub fn by_name(&self, name: &str) -> Option<&'static KernelInfo> {
+        self.kernels().find(|k| k.name == name || k.rust_name == name)
+    }
+
+    /// CUTLASS kernels matching a metadata predicate (the CUTLASS API's `metadata_filter`).
     pub fn filter<'s>(
         &'s self,
         predicate: impl Fn(&KernelInfo) -> bool + 's,
@@ -36,8 +48,8 @@ impl Registry {
         self.kernels.iter().copied().filter(move |k| predicate(k))
     }
 
-    /// Kernels that support `problem` and match `predicate` (the CUTLASS API's `get_kernels`), for
-    /// a problem of any operation.
+    /// CUTLASS kernels that support `problem` and match `predicate` (the CUTLASS API's
+    /// `get_kernels`), for a problem of any operation.
     pub fn get_kernels<'s, P: Problem>(
         &'s self,
         problem: &'s P,
@@ -45,5 +57,19 @@ impl Registry {
     ) -> impl Iterator<Item = &'static KernelInfo> + 's {
         self.filter(predicate)
             .filter(move |k| k.supports(problem).is_ok())
+    }
+
+    /// User kernels that support `args` and match `predicate` (a filter on their operation,
+    /// parameters and design values: `k.tile().m == 32`,
+    /// `k.design.as_custom().and_then(|d| d.value("layout_a"))`, ...).
+    pub fn get_user_kernels<'s>(
+        &'s self,
+        args: &'s crate::custom::Args<'_>,
+        predicate: impl Fn(&KernelInfo) -> bool + 's,
+    ) -> impl Iterator<Item = &'static KernelInfo> + 's {
+        self.user
+            .iter()
+            .copied()
+            .filter(move |k| predicate(k) && k.supports(args).is_ok())
     }
 }

@@ -9,7 +9,7 @@ use crate::compile::{self, CompileStats, JobLimiter, NvccSetup};
 use crate::conv_dispatch_table;
 use crate::dispatch_table;
 use crate::emit_cpp;
-use crate::emit_rust::{self, UnitImage};
+use crate::emit_rust::{self, UnitImage, UserImage};
 use crate::fsutil::{copy_if_changed, write_if_changed};
 use crate::manifest;
 use crate::toolchain;
@@ -75,6 +75,10 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
     (
         "cutlass_aot/launch_shape.hpp",
         include_str!("../cutlass_glue/include/cutlass_aot/launch_shape.hpp"),
+    ),
+    (
+        "cutlass_aot/custom.cuh",
+        include_str!("../cutlass_glue/include/cutlass_aot/custom.cuh"),
     ),
     (
         "cutlass_aot/support.cuh",
@@ -340,6 +344,31 @@ impl Builder {
         }
     }
 
+    /// The unit of user kernel `kernel`: its source (relative to the manifest's directory) read,
+    /// and it and its local headers watched by cargo.
+    fn user_unit(&self, kernel: &crate::custom::CustomKernel) -> Result<emit_cpp::Unit, BuildError> {
+        let dir = self.manifest.parent().unwrap_or(Path::new(""));
+        let path = dir.join(&kernel.source);
+        let source = std::fs::read_to_string(&path).map_err(|e| {
+            BuildError::Io(format!(
+                "{}: the user kernel `{}` names the source `{}`, which cannot be read as {}: {e}",
+                kernel.origin,
+                kernel.rust_name,
+                kernel.source,
+                path.display()
+            ))
+        })?;
+        let source_dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let headers = crate::custom::local_headers(&source_dir, &source);
+        println!("cargo:rerun-if-changed={}", path.display());
+        for (header, _) in &headers {
+            println!("cargo:rerun-if-changed={}", header.display());
+        }
+        // nvcc runs in another directory: give it an absolute path to the source's directory.
+        let absolute = std::fs::canonicalize(&path).unwrap_or(path);
+        Ok(crate::custom::cpp_unit(kernel, &absolute, &source, &headers))
+    }
+
     /// Runs the whole pipeline. Prints cargo directives; call from a build script.
     pub fn compile(&self) -> Result<BuildSummary, BuildError> {
         let started = Instant::now();
@@ -353,17 +382,15 @@ impl Builder {
             println!("cargo:rerun-if-env-changed={var}");
         }
 
-        let kernels = manifest::load(&self.manifest).map_err(BuildError::Manifest)?;
+        let manifest = manifest::load_manifest(&self.manifest).map_err(BuildError::Manifest)?;
+        let kernels = manifest.kernels;
         // Entries that name a cargo feature are built only with it (cargo sets
         // CARGO_FEATURE_<NAME> for the crate whose build script this is, and reruns the script
         // when its features change).
+        let enabled = |feature: Option<&str>| feature.map_or(true, |f| env(&feature_var(f)).is_some());
         let kernels: Vec<_> = kernels
             .into_iter()
-            .filter(|k| {
-                k.feature
-                    .as_deref()
-                    .map_or(true, |f| env(&feature_var(f)).is_some())
-            })
+            .filter(|k| enabled(k.feature.as_deref()))
             .collect();
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
@@ -376,9 +403,18 @@ impl Builder {
         let work = out_dir.join("cutlass_aot");
         let io = |what: &str, e: std::io::Error| BuildError::Io(format!("{what}: {e}"));
 
+        let user_kernels: Vec<_> = manifest
+            .user_kernels
+            .into_iter()
+            .filter(|k| enabled(k.feature.as_deref()))
+            .collect();
         let mut units = emit_cpp::plan_units(&kernels, self.kernels_per_unit);
         if self.support_kernels {
             units.push(emit_cpp::support_unit());
+        }
+        let first_user_unit = units.len();
+        for kernel in &user_kernels {
+            units.push(self.user_unit(kernel)?);
         }
         let with_kernels = !NO_NVCC_VARS
             .iter()
@@ -418,7 +454,19 @@ impl Builder {
                 &cache,
                 &JobLimiter::from_env(),
             )
-            .map_err(BuildError::Compile)?;
+            .map_err(|mut error| {
+                // A user kernel's failure names the manifest entry and the file it came from.
+                if let Some(kernel) = user_kernels
+                    .iter()
+                    .find(|k| format!("user_{}", k.rust_name) == error.unit)
+                {
+                    error.message = format!(
+                        "{}: user kernel `{}` (source {}, entry {}) does not compile; nvcc says:\n{}",
+                        kernel.origin, kernel.rust_name, kernel.source, kernel.entry, error.message
+                    );
+                }
+                BuildError::Compile(error)
+            })?;
             stats = compile_stats;
             let mut archive = cc::Build::new();
             for (slot, unit) in compiled.iter().enumerate() {
@@ -445,7 +493,17 @@ impl Builder {
             }
         }
 
-        let images: Vec<UnitImage<'_>> = units
+        let user_images: Vec<UserImage<'_>> = user_kernels
+            .iter()
+            .zip(&units[first_user_unit..])
+            .zip(&fatbins[first_user_unit..])
+            .map(|((kernel, unit), fatbin)| UserImage {
+                kernel,
+                unit_name: &unit.name,
+                fatbin: fatbin.as_deref(),
+            })
+            .collect();
+        let images: Vec<UnitImage<'_>> = units[..first_user_unit]
             .iter()
             .zip(&fatbins)
             .map(|(unit, fatbin)| UnitImage {
@@ -460,13 +518,13 @@ impl Builder {
             .map_or_else(|| "manifest".into(), |n| n.to_string_lossy().into_owned());
         let dispatch = self.read_dispatch_tables(&kernels)?;
         let conv_dispatch = self.read_conv_dispatch_tables(&kernels)?;
-        let rust = emit_rust::generate(&label, &images, &kernels, &dispatch, &conv_dispatch)
+        let rust = emit_rust::generate(&label, &images, &kernels, &user_images, &dispatch, &conv_dispatch)
             .map_err(|e| BuildError::Generate(e.to_string()))?;
         let rust_file = work.join("kernels.rs");
         write_if_changed(&rust_file, rust.as_bytes()).map_err(|e| io("writing kernels.rs", e))?;
 
         let summary = BuildSummary {
-            kernels: kernels.len(),
+            kernels: kernels.len() + user_kernels.len(),
             units: units.len(),
             stats,
             seconds: started.elapsed().as_secs_f64(),

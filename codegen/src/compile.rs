@@ -98,9 +98,9 @@ const COMMON_FLAGS: &[&str] = &[
 
 impl NvccSetup {
     /// The full argument list (after the program) for `pass`, without input and output paths.
-    fn arguments(&self, pass: Pass, api: Api) -> Vec<String> {
+    fn arguments(&self, pass: Pass, api: Api, unit_dirs: &[PathBuf]) -> Vec<String> {
         let mut args: Vec<String> = COMMON_FLAGS.iter().map(|s| s.to_string()).collect();
-        for dir in &self.include_dirs {
+        for dir in unit_dirs.iter().chain(&self.include_dirs) {
             args.push(format!("-I{}", dir.display()));
         }
         match pass {
@@ -164,7 +164,8 @@ impl NvccSetup {
     /// Content hash naming the output of `pass` for `unit_source` (of generation `api`, including
     /// the glue headers `glue`). Comment lines are left out: each kernel's comment names its
     /// manifest line, and inserting an entry must not recompile the units of the entries after it.
-    pub fn cache_key(&self, unit_source: &str, pass: Pass, api: Api, glue: &[&str]) -> String {
+    pub fn cache_key(&self, unit: &Unit, pass: Pass) -> String {
+        let (unit_source, api, glue) = (unit.source.as_str(), unit.api, unit.glue);
         let (program, prefix) = self.program(pass);
         let code: String = unit_source
             .lines()
@@ -185,13 +186,21 @@ impl NvccSetup {
             hasher.update((part.len() as u64).to_le_bytes());
             hasher.update(part);
         }
+        // Only where there is some, so that the keys of every other unit stay what they were.
+        if !unit.key_extra.is_empty() {
+            hasher.update((unit.key_extra.len() as u64).to_le_bytes());
+            hasher.update(unit.key_extra.as_bytes());
+        }
         // The glue headers live in each build's OUT_DIR: their contents are fingerprinted above,
         // so their path must not split the cache between profiles, target dirs and crates.
         let glue_flag = self
             .include_dirs
             .first()
             .map(|dir| format!("-I{}", dir.display()));
-        for arg in prefix.iter().chain(self.arguments(pass, api).iter()) {
+        for arg in prefix
+            .iter()
+            .chain(self.arguments(pass, api, &unit.include_dirs).iter())
+        {
             let arg = if Some(arg) == glue_flag.as_ref() {
                 "-I<glue>"
             } else {
@@ -266,7 +275,7 @@ pub fn compile_units(
         })?;
         let mut outputs = [PathBuf::new(), PathBuf::new()];
         for (slot, pass) in [Pass::Device, Pass::Host].into_iter().enumerate() {
-            let key = setup.cache_key(&unit.source, pass, unit.api, unit.glue);
+            let key = setup.cache_key(unit, pass);
             let output = objects.join(format!("{key}.{}", pass.extension()));
             if output.is_file() {
                 stats.from_cache += 1;
@@ -312,7 +321,7 @@ pub fn compile_units(
                     return;
                 }
                 let job = &jobs[index];
-                let result = run_nvcc(setup, job.pass, units[job.unit].api, &job.source, &job.output);
+                let result = run_nvcc(setup, job.pass, &units[job.unit], &job.source, &job.output);
                 drop(token);
                 if let Err(message) = result {
                     let mut slot = first_error.lock().unwrap();
@@ -334,13 +343,13 @@ pub fn compile_units(
 
 /// Runs one nvcc pass into a temporary file, then renames it into the cache (atomic: a crashed or
 /// concurrent build never leaves a half-written object under a valid key).
-fn run_nvcc(setup: &NvccSetup, pass: Pass, api: Api, source: &Path, output: &Path) -> Result<(), String> {
+fn run_nvcc(setup: &NvccSetup, pass: Pass, unit: &Unit, source: &Path, output: &Path) -> Result<(), String> {
     let (program, prefix) = setup.program(pass);
     let temp = output.with_extension(format!("{}.tmp{}", pass.extension(), std::process::id()));
     let mut command = Command::new(&program);
     command
         .args(&prefix)
-        .args(setup.arguments(pass, api))
+        .args(setup.arguments(pass, unit.api, &unit.include_dirs))
         .arg(source)
         .arg("-o")
         .arg(&temp);
@@ -400,7 +409,18 @@ mod tests {
     #[test]
     fn cache_keys_ignore_comments_but_not_code_or_glue() {
         let s = setup();
-        let key = |source: &str, glue: &[&str]| s.cache_key(source, Pass::Device, Api::Cutlass2x, glue);
+        let unit = |source: &str, glue: &[&'static str], api| Unit {
+            name: "u".into(),
+            api,
+            glue: Box::leak(glue.to_vec().into_boxed_slice()),
+            kernels: Vec::new(),
+            source: source.into(),
+            include_dirs: Vec::new(),
+            key_extra: String::new(),
+        };
+        let key = |source: &str, glue: &[&'static str]| {
+            s.cache_key(&unit(source, glue, Api::Cutlass2x), Pass::Device)
+        };
         let glue = ["cutlass_aot/abi.h", "cutlass_aot/gemm_2x.cuh"];
         let base = key("// kernel_manifest.yaml:10\nusing K = int;\n", &glue);
         // The manifest line moved (an entry was inserted above): same object.
@@ -410,7 +430,7 @@ mod tests {
         assert_ne!(base, key("using K = int;\n", &["cutlass_aot/abi.h"]));
         assert_ne!(
             base,
-            s.cache_key("using K = int;\n", Pass::Host, Api::Cutlass2x, &glue),
+            s.cache_key(&unit("using K = int;\n", &glue, Api::Cutlass2x), Pass::Host),
             "each pass has its own object"
         );
     }

@@ -28,10 +28,11 @@ pub fn generate(
     manifest_label: &str,
     units: &[UnitImage<'_>],
     manifest_order: &[GemmKernel],
+    user_kernels: &[UserImage<'_>],
     dispatch: &[crate::dispatch_table::Table],
     conv_dispatch: &[crate::conv_dispatch_table::Table],
 ) -> Result<String, syn::Error> {
-    let mut tokens = generate_tokens(units, manifest_order);
+    let mut tokens = generate_tokens(units, manifest_order, user_kernels);
     tokens.extend(dispatch_tokens(dispatch));
     tokens.extend(conv_dispatch_tokens(conv_dispatch));
     let file: syn::File = syn::parse2(tokens)?;
@@ -41,27 +42,56 @@ pub fn generate(
     ))
 }
 
-fn generate_tokens(units: &[UnitImage<'_>], manifest_order: &[GemmKernel]) -> TokenStream {
+/// Declares unit `unit_name`'s image (its fatbin embedded, or none without nvcc) in `items`, and
+/// returns the static's name. Public (hidden) so that the runtime reaches its own support image
+/// (`IMAGE_SUPPORT`).
+fn image_static(items: &mut TokenStream, unit_name: &str, fatbin: Option<&Path>) -> proc_macro2::Ident {
+    let image_ident = format_ident!("IMAGE_{}", unit_name.to_uppercase());
+    let fatbin = match fatbin {
+        Some(path) => {
+            let path = path.to_string_lossy().into_owned();
+            quote!(::core::option::Option::Some(include_bytes!(#path)))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    items.extend(quote! {
+        #[doc(hidden)]
+        pub static #image_ident: ::cutlass_aot::Image = ::cutlass_aot::Image::new(#unit_name, #fatbin);
+    });
+    image_ident
+}
+
+/// A user kernel and its unit's image (each user kernel has a unit of its own).
+pub struct UserImage<'a> {
+    pub kernel: &'a crate::custom::CustomKernel,
+    pub unit_name: &'a str,
+    /// Absolute path of the fatbin to embed; `None` when built without nvcc.
+    pub fatbin: Option<&'a Path>,
+}
+
+fn generate_tokens(
+    units: &[UnitImage<'_>],
+    manifest_order: &[GemmKernel],
+    user_kernels: &[UserImage<'_>],
+) -> TokenStream {
     let mut items = TokenStream::new();
     for unit in units {
-        let image_ident = format_ident!("IMAGE_{}", unit.unit_name.to_uppercase());
-        let unit_name = unit.unit_name;
-        let fatbin = match unit.fatbin {
-            Some(path) => {
-                let path = path.to_string_lossy().into_owned();
-                quote!(::core::option::Option::Some(include_bytes!(#path)))
-            }
-            None => quote!(::core::option::Option::None),
-        };
-        // Public (hidden) so that the runtime reaches its own support image (`IMAGE_SUPPORT`).
-        items.extend(quote! {
-            #[doc(hidden)]
-            pub static #image_ident: ::cutlass_aot::Image = ::cutlass_aot::Image::new(#unit_name, #fatbin);
-        });
+        let image_ident = image_static(&mut items, unit.unit_name, unit.fatbin);
         for kernel in unit.kernels {
             items.extend(kernel_module(kernel, &image_ident, unit.fatbin.is_some()));
         }
     }
+    for user in user_kernels {
+        let image_ident = image_static(&mut items, user.unit_name, user.fatbin);
+        items.extend(crate::custom::kernel_module(
+            user.kernel,
+            &image_ident,
+            user.fatbin.is_some(),
+        ));
+    }
+    let user_entries = user_kernels
+        .iter()
+        .map(|user| crate::custom::registry_entry(user.kernel));
     let registry_entries = manifest_order.iter().map(|kernel| {
         let module = format_ident!("{}", kernel.rust_name);
         quote!(&#module::INFO)
@@ -70,7 +100,7 @@ fn generate_tokens(units: &[UnitImage<'_>], manifest_order: &[GemmKernel]) -> To
         #items
 
         /// Every kernel of the manifest, for discovery (`find`, `supports`, filters).
-        pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(&[#(#registry_entries),*]);
+        pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(&[#(#registry_entries),*], &[#(#user_entries),*]);
     }
 }
 
@@ -172,7 +202,7 @@ fn dtype(d: DType) -> TokenStream {
 }
 
 /// The Rust type of an element (or scalar) of type `d`.
-fn rust_type(d: DType) -> TokenStream {
+pub(crate) fn rust_type(d: DType) -> TokenStream {
     match d {
         DType::F16 => quote!(::cutlass_aot::half::f16),
         DType::Bf16 => quote!(::cutlass_aot::half::bf16),
@@ -413,7 +443,10 @@ fn model_value<T: std::fmt::Debug>(type_name: &str, value: T) -> TokenStream {
 
 /// The kernel's operation part ([`Operation`]) as a constant.
 fn operation_value(operation: &Operation) -> TokenStream {
-    let gemm = operation.gemm();
+    // User kernels are emitted by `custom::rust`; a `GemmKernel` is never one.
+    let Some(gemm) = operation.gemm_operands() else {
+        unreachable!("GemmKernel::spec never describes a user kernel")
+    };
     let attributes = |t: &TensorAttributes| {
         struct_value(
             quote!(::cutlass_aot::model::TensorAttributes),
@@ -465,6 +498,7 @@ fn operation_value(operation: &Operation) -> TokenStream {
             );
             quote!(::cutlass_aot::model::Operation::Conv2d(#value))
         }
+        Operation::Custom(_) => unreachable!("GemmKernel::spec never describes a user kernel"),
     }
 }
 
@@ -507,6 +541,7 @@ fn design_value(design: &Design) -> TokenStream {
             );
             quote!(::cutlass_aot::model::Design::Cutlass3x(#value))
         }
+        Design::Custom(_) => unreachable!("GemmKernel::spec never describes a user kernel"),
     }
 }
 

@@ -14,6 +14,7 @@
 pub mod builder;
 pub mod compile;
 pub mod conv_dispatch_table;
+pub mod custom;
 pub mod dispatch_table;
 pub mod emit_cpp;
 pub mod emit_rust;

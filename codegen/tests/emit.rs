@@ -276,7 +276,7 @@ fn emitted_rust_matches_golden() {
         .collect();
     check_golden(
         "kernels.rs",
-        &emit_rust::generate("golden.yaml", &images, &kernels, &tables, &[]).unwrap(),
+        &emit_rust::generate("golden.yaml", &images, &kernels, &[], &tables, &[]).unwrap(),
     );
     // Without nvcc: same API, no device code and no references to host symbols.
     let images: Vec<_> = units
@@ -287,7 +287,7 @@ fn emitted_rust_matches_golden() {
             kernels: &u.kernels,
         })
         .collect();
-    let stub = emit_rust::generate("golden.yaml", &images, &kernels, &tables, &[]).unwrap();
+    let stub = emit_rust::generate("golden.yaml", &images, &kernels, &[], &tables, &[]).unwrap();
     assert!(
         !stub.contains("extern \"C\""),
         "stub build must not reference host symbols"
@@ -298,7 +298,7 @@ fn emitted_rust_matches_golden() {
     );
     check_golden("kernels_without_nvcc.rs", &stub);
     // Without measured tables: an empty list, and the single-table alias is the empty table.
-    let none = emit_rust::generate("golden.yaml", &images, &kernels, &[], &[]).unwrap();
+    let none = emit_rust::generate("golden.yaml", &images, &kernels, &[], &[], &[]).unwrap();
     let squeezed: String = none.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         squeezed.contains("pub static DISPATCH_TABLES: &[::cutlass_aot::dispatch::Table] = &[];"),

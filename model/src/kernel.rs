@@ -24,6 +24,8 @@ spelled_enum! {
         Conv2dDgrad = "conv2d_dgrad",
         /// 2-D convolution, weight gradient: filter grad = correlation of output grad and activation.
         Conv2dWgrad = "conv2d_wgrad",
+        /// A user kernel (`kind: custom`): its own source, parameters and launch shape.
+        Custom = "custom",
     }
 }
 
@@ -34,7 +36,7 @@ impl OperationKind {
             OperationKind::Conv2dFprop => Some(ConvKind::Fprop),
             OperationKind::Conv2dDgrad => Some(ConvKind::Dgrad),
             OperationKind::Conv2dWgrad => Some(ConvKind::Wgrad),
-            OperationKind::Gemm | OperationKind::GemmGrouped => None,
+            OperationKind::Gemm | OperationKind::GemmGrouped | OperationKind::Custom => None,
         }
     }
 }
@@ -262,6 +264,8 @@ pub enum Operation {
     Gemm(GemmOperation),
     GemmGrouped(GroupedGemmOperation),
     Conv2d(ConvOperation),
+    /// A user kernel: the user's name for what it computes, and its parameters.
+    Custom(crate::custom::CustomOperation),
 }
 
 impl Operation {
@@ -274,16 +278,39 @@ impl Operation {
                 ConvKind::Dgrad => OperationKind::Conv2dDgrad,
                 ConvKind::Wgrad => OperationKind::Conv2dWgrad,
             },
+            Operation::Custom(_) => OperationKind::Custom,
         }
     }
 
     /// The GEMM operands of a GEMM-shaped operation (plain and grouped GEMM; a convolution's
     /// implicit GEMM).
+    ///
+    /// # Panics
+    /// On a user kernel (`Operation::Custom`), which has no GEMM operands. Registries list user
+    /// kernels apart (`Registry::user_kernels`), so the CUTLASS kernels' lists never meet one; use
+    /// [`Operation::gemm_operands`] where either may come.
     pub fn gemm(&self) -> &GemmOperation {
+        match self.gemm_operands() {
+            Some(g) => g,
+            None => panic!("a user kernel has no GEMM operands; use Operation::gemm_operands"),
+        }
+    }
+
+    /// The GEMM operands, or `None` for a user kernel.
+    pub fn gemm_operands(&self) -> Option<&GemmOperation> {
         match self {
-            Operation::Gemm(g) => g,
-            Operation::GemmGrouped(g) => &g.gemm,
-            Operation::Conv2d(c) => &c.gemm,
+            Operation::Gemm(g) => Some(g),
+            Operation::GemmGrouped(g) => Some(&g.gemm),
+            Operation::Conv2d(c) => Some(&c.gemm),
+            Operation::Custom(_) => None,
+        }
+    }
+
+    /// The user kernel's operation.
+    pub fn custom(&self) -> Option<&crate::custom::CustomOperation> {
+        match self {
+            Operation::Custom(c) => Some(c),
+            _ => None,
         }
     }
 
@@ -348,6 +375,9 @@ pub struct Design3x {
 pub enum Design {
     Cutlass2x(Design2x),
     Cutlass3x(Design3x),
+    /// A user kernel's design values and launch shape (by reference: it is several times the size
+    /// of the CUTLASS designs).
+    Custom(&'static crate::custom::CustomDesign),
 }
 
 impl Design {
@@ -355,6 +385,7 @@ impl Design {
         match self {
             Design::Cutlass2x(_) => Api::Cutlass2x,
             Design::Cutlass3x(_) => Api::Cutlass3x,
+            Design::Custom(d) => d.code,
         }
     }
 
@@ -362,6 +393,8 @@ impl Design {
         match self {
             Design::Cutlass2x(d) => d.opclass,
             Design::Cutlass3x(d) => d.opclass,
+            // The user's own code: no tensor-op choice the model knows of.
+            Design::Custom(_) => OpClass::Simt,
         }
     }
 
@@ -370,6 +403,7 @@ impl Design {
         match self {
             Design::Cutlass2x(d) => d.tile,
             Design::Cutlass3x(d) => d.tile,
+            Design::Custom(d) => d.tile,
         }
     }
 
@@ -378,13 +412,14 @@ impl Design {
         match self {
             Design::Cutlass2x(d) => d.stages,
             Design::Cutlass3x(d) => d.stages,
+            Design::Custom(_) => 0,
         }
     }
 
     /// The cluster shape (1x1x1 for CUTLASS 2.x).
     pub fn cluster(&self) -> Shape3 {
         match self {
-            Design::Cutlass2x(_) => Shape3::new(1, 1, 1),
+            Design::Cutlass2x(_) | Design::Custom(_) => Shape3::new(1, 1, 1),
             Design::Cutlass3x(d) => d.cluster,
         }
     }
@@ -398,20 +433,28 @@ impl Design {
                 TileScheduler::StreamK => SplitK::StreamK,
                 TileScheduler::Persistent => SplitK::None,
             },
+            Design::Custom(_) => SplitK::None,
         }
     }
 
     pub fn as_2x(&self) -> Option<&Design2x> {
         match self {
             Design::Cutlass2x(d) => Some(d),
-            Design::Cutlass3x(_) => None,
+            Design::Cutlass3x(_) | Design::Custom(_) => None,
+        }
+    }
+
+    pub fn as_custom(&self) -> Option<&crate::custom::CustomDesign> {
+        match self {
+            Design::Custom(d) => Some(d),
+            _ => None,
         }
     }
 
     pub fn as_3x(&self) -> Option<&Design3x> {
         match self {
             Design::Cutlass3x(d) => Some(d),
-            Design::Cutlass2x(_) => None,
+            Design::Cutlass2x(_) | Design::Custom(_) => None,
         }
     }
 }

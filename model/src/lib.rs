@@ -44,6 +44,7 @@ macro_rules! spelled_enum {
     };
 }
 
+pub mod custom;
 mod kernel;
 pub use kernel::*;
 

@@ -38,7 +38,7 @@ pub fn gemm_registry() -> &'static cutlass_aot::Registry {
                     .map_or(true, |d| d.batch_mode == cutlass_aot::model::BatchMode::Strided)
             })
             .collect();
-        cutlass_aot::Registry::new(Box::leak(kernels.into_boxed_slice()))
+        cutlass_aot::Registry::new(Box::leak(kernels.into_boxed_slice()), &[])
     })
 }
 

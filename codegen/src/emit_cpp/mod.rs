@@ -34,6 +34,10 @@ pub struct Unit {
     pub kernels: Vec<GemmKernel>,
     /// The C++ source text.
     pub source: String,
+    /// More `-I` directories (a user kernel's own directory, for its local headers).
+    pub include_dirs: Vec<std::path::PathBuf>,
+    /// More text for the cache key (the local headers a user kernel includes).
+    pub key_extra: String,
 }
 
 /// How one operation of one CUTLASS generation is emitted.
@@ -177,6 +181,8 @@ pub fn plan_units(kernels: &[GemmKernel], max_per_unit: usize) -> Vec<Unit> {
                 glue: emitter(&chunk[0]).glue,
                 kernels: chunk.to_vec(),
                 source,
+                include_dirs: Vec::new(),
+                key_extra: String::new(),
             });
         }
     }
@@ -195,6 +201,8 @@ pub fn support_unit() -> Unit {
                  // The runtime's support kernels (device pass only).\n\
                  #include \"cutlass_aot/support.cuh\"\n"
             .into(),
+        include_dirs: Vec::new(),
+        key_extra: String::new(),
     }
 }
 

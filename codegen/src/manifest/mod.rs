@@ -81,20 +81,34 @@ mod error;
 mod expand;
 mod naming;
 mod report;
-mod schema;
+pub(crate) mod schema;
 mod source_map;
 mod validate;
 mod values;
 mod yaml_events;
 
 pub use error::{ManifestError, Problem};
+pub(crate) use report::Report;
+pub(crate) use values::describe as describe_value;
+
+/// Everything a manifest lists: CUTLASS kernels and user kernels, each in manifest order.
+#[derive(Clone, Debug, Default)]
+pub struct Manifest {
+    pub kernels: Vec<GemmKernel>,
+    pub user_kernels: Vec<crate::custom::CustomKernel>,
+}
 
 use crate::model::GemmKernel;
-use report::Report;
 use std::path::Path;
 
-/// Reads and validates the manifest at `path`; problems are labelled with `path` as written.
+/// Reads and validates the manifest at `path`; problems are labelled with `path` as written. Its
+/// CUTLASS kernels only (see [`load_manifest`]).
 pub fn load(path: &Path) -> Result<Vec<GemmKernel>, ManifestError> {
+    load_manifest(path).map(|m| m.kernels)
+}
+
+/// Reads and validates the manifest at `path`: its CUTLASS kernels and its user kernels.
+pub fn load_manifest(path: &Path) -> Result<Manifest, ManifestError> {
     let file = path.display().to_string();
     let problem = |line, message| ManifestError {
         problems: vec![Problem {
@@ -114,7 +128,7 @@ pub fn load(path: &Path) -> Result<Vec<GemmKernel>, ManifestError> {
         );
         problem(Some(line), message)
     })?;
-    parse(&text, &file)
+    parse_manifest(&text, &file)
 }
 
 /// The 1-based line and column (in bytes) of byte `at` of `bytes`, and the byte itself.
@@ -132,9 +146,14 @@ const MAX_ALIAS_NODES: u64 = 1_000_000;
 /// The deepest nesting of lists and mappings: serde_yaml's recursion limit (a manifest needs 4).
 const MAX_DEPTH: usize = 128;
 
-/// Validates manifest `text`, labelling problems with `file_label`, and returns its kernels in
-/// manifest order (families expanded).
+/// Validates manifest `text`, labelling problems with `file_label`, and returns its CUTLASS
+/// kernels in manifest order (families expanded); see [`parse_manifest`] for user kernels too.
 pub fn parse(text: &str, file_label: &str) -> Result<Vec<GemmKernel>, ManifestError> {
+    parse_manifest(text, file_label).map(|m| m.kernels)
+}
+
+/// [`parse`], with the user kernels (`kind: custom`).
+pub fn parse_manifest(text: &str, file_label: &str) -> Result<Manifest, ManifestError> {
     // YAML syntax errors and structural ones (unknown keys, a list where a mapping belongs) stop
     // here: nothing after them could be trusted. Parsing as a plain value first tells the two apart.
     let fail = |err: serde_yaml::Error, prefix: &str| {
@@ -194,7 +213,19 @@ pub fn parse(text: &str, file_label: &str) -> Result<Vec<GemmKernel>, ManifestEr
     }
 
     let mut kernels = Vec::new(); // (entry index, kernel), sound ones only
+    let mut user_kernels: Vec<(usize, crate::custom::CustomKernel)> = Vec::new();
     for (index, raw_entry) in operations.iter().enumerate() {
+        if raw_entry.kind.as_ref().and_then(|k| k.as_str()) == Some("custom") {
+            let origin = report.origin(index);
+            for kernel in crate::custom::read_entry(raw_entry, index, &mut report, &origin) {
+                user_kernels.push((index, kernel));
+            }
+            continue;
+        }
+        for key in raw_entry.custom_keys_present() {
+            let message = format!("`{key}` is a key of user kernels (`kind: custom`) only");
+            report.at(index, Some(key), None, message);
+        }
         let Some(mut entry) = entry::read(raw_entry, index, &mut report) else {
             continue;
         };
@@ -243,9 +274,30 @@ pub fn parse(text: &str, file_label: &str) -> Result<Vec<GemmKernel>, ManifestEr
     for dup in duplicates::find(&kernels) {
         report.at(dup.entry, dup.key, None, dup.message);
     }
+    // A user kernel's Rust name is a module beside every other kernel's.
+    for (at, (index, kernel)) in user_kernels.iter().enumerate() {
+        let taken_by_user = user_kernels[..at]
+            .iter()
+            .find(|(_, other)| other.rust_name == kernel.rust_name);
+        let taken_by_cutlass = kernels.iter().find(|(_, k)| k.rust_name == kernel.rust_name);
+        let other_origin = taken_by_user
+            .map(|(_, k)| k.origin.clone())
+            .or_else(|| taken_by_cutlass.map(|(_, k)| k.origin.clone()));
+        if let Some(other) = other_origin {
+            let message = format!(
+                "the Rust name `{}` is also the name of a kernel of {other}; give this entry a `name` \
+                 template that tells them apart",
+                kernel.rust_name
+            );
+            report.at(*index, Some("name"), None, message);
+        }
+    }
 
     if report.is_empty() {
-        Ok(kernels.into_iter().map(|(_, kernel)| kernel).collect())
+        Ok(Manifest {
+            kernels: kernels.into_iter().map(|(_, kernel)| kernel).collect(),
+            user_kernels: user_kernels.into_iter().map(|(_, kernel)| kernel).collect(),
+        })
     } else {
         Err(report.into_error())
     }

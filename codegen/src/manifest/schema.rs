@@ -63,4 +63,74 @@ pub struct RawOperation {
     pub stride_support: Option<Value>,
     pub tensor_layout: Option<Value>,
     pub feature: Option<Value>,
+    // User kernels (`kind: custom`) only: see `crate::custom`.
+    pub source: Option<Value>,
+    pub entry: Option<Value>,
+    pub operation: Option<Value>,
+    pub design: Option<Value>,
+    pub params: Option<Value>,
+    pub grid: Option<Value>,
+    pub block: Option<Value>,
+    pub shared_memory: Option<Value>,
+    pub requires: Option<Value>,
+}
+
+impl RawOperation {
+    /// The keys of CUTLASS entries that user kernels do not take, and whether each is present.
+    pub fn gemm_keys(&self) -> [(&'static str, bool); 34] {
+        [
+            ("opclass", self.opclass.is_some()),
+            ("a", self.a.is_some()),
+            ("b", self.b.is_some()),
+            ("c", self.c.is_some()),
+            ("accumulator", self.accumulator.is_some()),
+            ("epilogue_compute", self.epilogue_compute.is_some()),
+            ("layout_a", self.layout_a.is_some()),
+            ("layout_b", self.layout_b.is_some()),
+            ("layout_c", self.layout_c.is_some()),
+            ("alignment", self.alignment.is_some()),
+            ("alignment_c", self.alignment_c.is_some()),
+            ("cluster", self.cluster.is_some()),
+            ("warps", self.warps.is_some()),
+            ("instruction", self.instruction.is_some()),
+            ("stages", self.stages.is_some()),
+            ("schedule", self.schedule.is_some()),
+            ("epilogue_schedule", self.epilogue_schedule.is_some()),
+            ("tile_scheduler", self.tile_scheduler.is_some()),
+            ("math", self.math.is_some()),
+            ("swizzle", self.swizzle.is_some()),
+            ("split_k", self.split_k.is_some()),
+            ("epilogue", self.epilogue.is_some()),
+            ("activation", self.activation.is_some()),
+            ("bias", self.bias.is_some()),
+            ("scale", self.scale.is_some()),
+            ("aux_output", self.aux_output.is_some()),
+            ("residual", self.residual.is_some()),
+            ("aux_input", self.aux_input.is_some()),
+            ("reduction", self.reduction.is_some()),
+            ("group_schedule", self.group_schedule.is_some()),
+            ("batch_mode", self.batch_mode.is_some()),
+            ("iterator_algorithm", self.iterator_algorithm.is_some()),
+            ("stride_support", self.stride_support.is_some()),
+            ("tensor_layout", self.tensor_layout.is_some()),
+        ]
+    }
+
+    /// The user-kernel keys present (an error on a CUTLASS entry).
+    pub fn custom_keys_present(&self) -> Vec<&'static str> {
+        [
+            ("source", self.source.is_some()),
+            ("entry", self.entry.is_some()),
+            ("operation", self.operation.is_some()),
+            ("design", self.design.is_some()),
+            ("params", self.params.is_some()),
+            ("grid", self.grid.is_some()),
+            ("block", self.block.is_some()),
+            ("shared_memory", self.shared_memory.is_some()),
+            ("requires", self.requires.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, present)| present.then_some(k))
+        .collect()
+    }
 }

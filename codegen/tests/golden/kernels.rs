@@ -1940,6 +1940,7 @@ pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
         &grouped_bf16_sm90_pingpong_silu::INFO,
         &f16_sm90_array::INFO,
     ],
+    &[],
 );
 /// The measured dispatch tables embedded by the build, one per device they were measured
 /// on (`cutlass_aot::dispatch::table_for` picks the one of the device at run time).
