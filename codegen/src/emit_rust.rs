@@ -197,7 +197,7 @@ fn conv_dispatch_tokens(tables: &[crate::conv_dispatch_table::Table]) -> TokenSt
     }
 }
 
-fn dtype(d: DType) -> TokenStream {
+pub(crate) fn dtype(d: DType) -> TokenStream {
     variant(quote!(::cutlass_aot::model::DType), format!("{d:?}"))
 }
 
@@ -215,7 +215,7 @@ pub(crate) fn rust_type(d: DType) -> TokenStream {
     }
 }
 
-fn layout_value(l: Layout) -> TokenStream {
+pub(crate) fn layout_value(l: Layout) -> TokenStream {
     variant(quote!(::cutlass_aot::model::Layout), format!("{l:?}"))
 }
 

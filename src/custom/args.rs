@@ -25,7 +25,6 @@ pub enum Value<'a> {
 pub struct Buffer<'a> {
     pub(crate) element: DType,
     pub(crate) len: usize,
-    pub(crate) writable: bool,
     memory: Memory<'a>,
 }
 
@@ -60,6 +59,11 @@ impl<T> ErasedWrite for WriteOf<'_, T> {
 }
 
 impl Buffer<'_> {
+    /// Whether it was given with `output` (the kernel may write it).
+    pub(crate) fn writable(&self) -> bool {
+        matches!(self.memory, Memory::Write(_))
+    }
+
     /// The device address, with cudarc's guard that orders the stream after the buffer's last use
     /// (a reading or a writing one, as the buffer was given).
     pub(crate) fn pointer<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
@@ -82,7 +86,7 @@ impl Value<'_> {
             Value::F64(_) => "an f64".into(),
             Value::Buffer(b) => format!(
                 "a{} buffer of {}",
-                if b.writable { " writable" } else { " read-only" },
+                if b.writable() { " writable" } else { " read-only" },
                 b.element
             ),
         }
@@ -183,7 +187,6 @@ impl<'a> Args<'a> {
             Value::Buffer(Buffer {
                 element: T::DTYPE,
                 len,
-                writable: false,
                 memory: Memory::Read(Box::new(ReadOf(buffer))),
             }),
         )
@@ -197,7 +200,6 @@ impl<'a> Args<'a> {
             Value::Buffer(Buffer {
                 element: T::DTYPE,
                 len,
-                writable: true,
                 memory: Memory::Write(Box::new(WriteOf(buffer))),
             }),
         )
@@ -220,7 +222,7 @@ impl<'a> Args<'a> {
             let fits = match (param, value) {
                 (Param::Scalar { ty, .. }, v) => v.scalar_type() == Some(*ty),
                 (Param::Buffer { element, access, .. }, Value::Buffer(b)) => {
-                    b.element == *element && (b.writable || !access.writes())
+                    b.element == *element && (b.writable() || !access.writes())
                 }
                 _ => false,
             };

@@ -7,7 +7,7 @@ use quote::{format_ident, quote};
 
 use super::{CustomKernel, ExprSpec, ParamSpec, Value};
 use crate::model::custom::Op;
-use crate::model::{DType, Layout};
+use crate::model::Layout;
 
 fn expr(e: &ExprSpec) -> TokenStream {
     let text = &e.text;
@@ -25,11 +25,6 @@ fn expr(e: &ExprSpec) -> TokenStream {
     quote!(::cutlass_aot::model::custom::Expr { text: #text, code: &[#(#ops),*] })
 }
 
-fn dtype_value(d: DType) -> TokenStream {
-    let ident = format_ident!("{}", format!("{:?}", d));
-    quote!(::cutlass_aot::model::DType::#ident)
-}
-
 fn param_value(p: &ParamSpec) -> TokenStream {
     match p {
         ParamSpec::Scalar { name, ty } => {
@@ -43,12 +38,12 @@ fn param_value(p: &ParamSpec) -> TokenStream {
             layout,
             len,
         } => {
-            let element = dtype_value(*element);
+            let element = crate::emit_rust::dtype(*element);
             let access = format_ident!("{}", format!("{:?}", access));
             let layout = match layout {
                 Some(l) => {
-                    let l = format_ident!("{}", format!("{:?}", l));
-                    quote!(::core::option::Option::Some(::cutlass_aot::model::Layout::#l))
+                    let l = crate::emit_rust::layout_value(*l);
+                    quote!(::core::option::Option::Some(#l))
                 }
                 None => quote!(::core::option::Option::None),
             };
