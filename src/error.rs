@@ -27,7 +27,9 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn invalid(kernel: &'static str, message: impl Into<String>) -> Self {
+    /// An [`Error::InvalidArgument`] of `kernel` (or of the function wrapping it): also for crates
+    /// that check their own arguments before running kernels through this one.
+    pub fn invalid(kernel: &'static str, message: impl Into<String>) -> Self {
         Error::InvalidArgument {
             kernel,
             message: message.into(),

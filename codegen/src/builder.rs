@@ -1,6 +1,7 @@
 //! The builder a `build.rs` calls (the prost-build / cxx-build pattern): manifest → validate →
 //! emit C++ → compile → emit Rust, with cargo directives for exactly what the build reads.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -249,6 +250,7 @@ impl Builder {
     fn read_dispatch_tables(
         &self,
         kernels: &[crate::model::GemmKernel],
+        switched_off: &HashSet<&str>,
     ) -> Result<Vec<dispatch_table::Table>, BuildError> {
         let mut tables = Vec::new();
         let mut errors = Vec::new();
@@ -266,14 +268,7 @@ impl Builder {
                     continue;
                 }
             };
-            if !table.unknown_kernels.is_empty() {
-                println!(
-                    "cargo:warning=cutlass-aot: {} row(s) of {} name kernels the manifest does not have and were dropped (re-run the profiler): {}",
-                    table.unknown_kernels.len(),
-                    path.display(),
-                    table.unknown_kernels.join(", ")
-                );
-            }
+            warn_unknown_kernels(&path, &table.unknown_kernels, switched_off, "the profiler");
             if table.device.is_empty() {
                 println!(
                     "cargo:warning=cutlass-aot: the dispatch table {} has no `# device:` line; the runtime picks tables by device name, so it is never used",
@@ -307,8 +302,8 @@ impl Builder {
     fn read_conv_dispatch_tables(
         &self,
         kernels: &[crate::model::GemmKernel],
+        switched_off: &HashSet<&str>,
     ) -> Result<Vec<conv_dispatch_table::Table>, BuildError> {
-        let has_conv_kernels = kernels.iter().any(|k| k.conv_kind().is_some());
         let mut tables = Vec::new();
         let mut errors = Vec::new();
         for path in self.dispatch_table_files()? {
@@ -319,16 +314,7 @@ impl Builder {
             }
             match conv_dispatch_table::parse(&text, &path.display().to_string(), kernels) {
                 Ok(table) => {
-                    // Without conv kernels (the family is a cargo feature) every row is unknown:
-                    // nothing to warn about.
-                    if has_conv_kernels && !table.unknown_kernels.is_empty() {
-                        println!(
-                            "cargo:warning=cutlass-aot: {} row(s) of {} name kernels the manifest does not have and were dropped (re-run conv_bench): {}",
-                            table.unknown_kernels.len(),
-                            path.display(),
-                            table.unknown_kernels.join(", ")
-                        );
-                    }
+                    warn_unknown_kernels(&path, &table.unknown_kernels, switched_off, "conv_bench");
                     tables.push(table);
                 }
                 Err(e) => errors.push(e),
@@ -388,10 +374,11 @@ impl Builder {
         // CARGO_FEATURE_<NAME> for the crate whose build script this is, and reruns the script
         // when its features change).
         let enabled = |feature: Option<&str>| feature.map_or(true, |f| env(&feature_var(f)).is_some());
-        let kernels: Vec<_> = kernels
-            .into_iter()
-            .filter(|k| enabled(k.feature.as_deref()))
-            .collect();
+        let (kernels, switched_off): (Vec<_>, Vec<_>) =
+            kernels.into_iter().partition(|k| enabled(k.feature.as_deref()));
+        // Dispatch-table rows naming these are dropped without a warning: the table is right,
+        // the crate was built without their feature.
+        let switched_off: HashSet<&str> = switched_off.iter().map(|k| k.name.as_str()).collect();
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => PathBuf::from(env("OUT_DIR").ok_or_else(|| {
@@ -516,8 +503,8 @@ impl Builder {
             .manifest
             .file_name()
             .map_or_else(|| "manifest".into(), |n| n.to_string_lossy().into_owned());
-        let dispatch = self.read_dispatch_tables(&kernels)?;
-        let conv_dispatch = self.read_conv_dispatch_tables(&kernels)?;
+        let dispatch = self.read_dispatch_tables(&kernels, &switched_off)?;
+        let conv_dispatch = self.read_conv_dispatch_tables(&kernels, &switched_off)?;
         let rust = emit_rust::generate(&label, &images, &kernels, &user_images, &dispatch, &conv_dispatch)
             .map_err(|e| BuildError::Generate(e.to_string()))?;
         let rust_file = work.join("kernels.rs");
@@ -559,6 +546,33 @@ fn tsv_files_in(dir: &Path) -> Result<Vec<PathBuf>, BuildError> {
     }
     files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     Ok(files)
+}
+
+/// Warns (one line) about dispatch-table rows that name kernels the manifest does not have at all:
+/// the table is stale. Rows of kernels switched off by a cargo feature are expected and silent.
+fn warn_unknown_kernels(path: &Path, unknown: &[String], switched_off: &HashSet<&str>, remeasure_with: &str) {
+    let mut stale: Vec<&str> = unknown
+        .iter()
+        .map(String::as_str)
+        .filter(|name| !switched_off.contains(name))
+        .collect();
+    let rows = stale.len();
+    stale.sort_unstable();
+    stale.dedup();
+    if rows == 0 {
+        return;
+    }
+    const SHOWN: usize = 3;
+    let more = stale.len().saturating_sub(SHOWN);
+    let mut names = stale[..stale.len().min(SHOWN)].join(", ");
+    if more > 0 {
+        names.push_str(&format!(" and {more} more"));
+    }
+    println!(
+        "cargo:warning=cutlass-aot: {rows} row(s) of {} name {} kernel(s) the manifest does not have and were dropped (re-run {remeasure_with}): {names}",
+        path.display(),
+        stale.len()
+    );
 }
 
 /// The variable cargo sets for an enabled feature: `CARGO_FEATURE_` and the name in upper case,
@@ -674,7 +688,7 @@ operations:
                 dir.join("nvidia_h200.tsv")
             ]
         );
-        let tables = builder.read_dispatch_tables(&ks).unwrap();
+        let tables = builder.read_dispatch_tables(&ks, &HashSet::new()).unwrap();
         let devices: Vec<&str> = tables.iter().map(|t| t.device.as_str()).collect();
         assert_eq!(
             devices,
@@ -687,20 +701,26 @@ operations:
 
         // No tables: none embedded.
         assert!(Builder::new("m.yaml")
-            .read_dispatch_tables(&ks)
+            .read_dispatch_tables(&ks, &HashSet::new())
             .unwrap()
             .is_empty());
         // An empty directory is fine.
         let empty = scratch("tables-empty");
         let mut builder = Builder::new("m.yaml");
         builder.dispatch_tables_in(&empty);
-        assert!(builder.read_dispatch_tables(&ks).unwrap().is_empty());
+        assert!(builder
+            .read_dispatch_tables(&ks, &HashSet::new())
+            .unwrap()
+            .is_empty());
         let _ = std::fs::remove_dir_all(&empty);
 
         // A missing directory is an error naming it.
         let mut builder = Builder::new("m.yaml");
         builder.dispatch_tables_in(dir.join("missing"));
-        let error = builder.read_dispatch_tables(&ks).unwrap_err().to_string();
+        let error = builder
+            .read_dispatch_tables(&ks, &HashSet::new())
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("missing") && error.contains("dispatch tables"),
             "{error}"
@@ -719,7 +739,10 @@ operations:
         .unwrap();
         let mut builder = Builder::new("m.yaml");
         builder.dispatch_tables_in(&dir);
-        let error = builder.read_dispatch_tables(&ks).unwrap_err().to_string();
+        let error = builder
+            .read_dispatch_tables(&ks, &HashSet::new())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("nvidia_h100.tsv:5: raster \"x\""), "{error}");
         assert!(error.contains("nvidia_h200.tsv:5: swizzle \"3\""), "{error}");
         let _ = std::fs::remove_dir_all(&dir);

@@ -947,6 +947,34 @@ pub fn run_with<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag
     alpha: f64,
     options: Options<'_>,
 ) -> Result<Dispatched, Error> {
+    run_in(
+        &crate::kernels::REGISTRY,
+        crate::kernels::DISPATCH_TABLES,
+        stream,
+        a,
+        b,
+        c,
+        d,
+        alpha,
+        options,
+    )
+}
+
+/// [`run_with`] choosing from `registry` with `tables` instead of this crate's kernels: a
+/// downstream crate's own kernels (its generated `REGISTRY` and `DISPATCH_TABLES`; with no table
+/// for the device, the bare heuristic of [`select`] chooses).
+#[allow(clippy::too_many_arguments)]
+pub fn run_in<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC: LayoutTag>(
+    registry: &Registry,
+    tables: &[Table],
+    stream: &CudaStream,
+    a: MatrixRef<'_, A, LA>,
+    b: MatrixRef<'_, B, LB>,
+    c: Option<(MatrixRef<'_, C, LC>, f64)>,
+    d: MatrixMut<'_, C, LC>,
+    alpha: f64,
+    options: Options<'_>,
+) -> Result<Dispatched, Error> {
     let signature = Signature {
         element_a: A::DTYPE,
         element_b: B::DTYPE,
@@ -959,6 +987,6 @@ pub fn run_with<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag
     gemm::with_operands(stream, a, b, c.map(|(c, _)| c), d, (alpha, beta, 1), |operands| {
         // SAFETY: every address comes from a live cudarc buffer of the stated length whose element
         // type is the signature's (enforced by the type parameters).
-        unsafe { launch_raw(stream, signature, operands, options) }
+        unsafe { launch_raw_with(registry, tables, stream, signature, operands, options) }
     })
 }
