@@ -60,6 +60,12 @@ pub enum HostCode {
     /// A user kernel: no host code (its launch shape comes from the manifest's expressions);
     /// `built` is false when the crate was built without nvcc.
     Custom { built: bool },
+    /// An elementwise kernel: no host code (Params are built in Rust); its image has a vector entry
+    /// (`KernelInfo::entry`) and this scalar one. `built` is false without nvcc.
+    Elementwise {
+        built: bool,
+        scalar_entry: &'static CStr,
+    },
 }
 
 impl HostCode {
@@ -69,7 +75,7 @@ impl HostCode {
             HostCode::Gemm { prepare, .. } => prepare.is_some(),
             HostCode::GemmGrouped { prepare } => prepare.is_some(),
             HostCode::Conv2d { prepare, .. } => prepare.is_some(),
-            HostCode::Custom { built } => *built,
+            HostCode::Custom { built } | HostCode::Elementwise { built, .. } => *built,
         }
     }
 }
@@ -170,6 +176,7 @@ impl KernelInfo {
                 reduction: Some(reduction),
                 ..
             } => entries.push(reduction.entry),
+            HostCode::Elementwise { scalar_entry, .. } => entries.push(scalar_entry),
             HostCode::Gemm { reduction: None, .. }
             | HostCode::Conv2d { reduction: None, .. }
             | HostCode::Custom { .. } => {}

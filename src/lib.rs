@@ -36,6 +36,7 @@ pub mod conv;
 pub mod custom;
 pub mod device;
 pub mod dispatch;
+pub mod elementwise;
 mod error;
 pub mod gemm;
 pub mod grouped;

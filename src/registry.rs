@@ -6,18 +6,34 @@
 //! CUTLASS kernels, whose GEMM operands ([`KernelInfo::gemm`]) a predicate may read.
 
 use crate::kernel::{KernelInfo, Problem};
+use crate::model::OperationKind;
 
 /// A set of kernels (generated: `cutlass_aot::kernels::REGISTRY`, or a downstream crate's own).
 #[derive(Debug)]
 pub struct Registry {
     kernels: &'static [&'static KernelInfo],
     user: &'static [&'static KernelInfo],
+    elementwise: &'static [&'static KernelInfo],
 }
 
 impl Registry {
     /// CUTLASS kernels and user kernels, each in manifest order.
     pub const fn new(kernels: &'static [&'static KernelInfo], user: &'static [&'static KernelInfo]) -> Self {
-        Registry { kernels, user }
+        Registry {
+            kernels,
+            user,
+            elementwise: &[],
+        }
+    }
+
+    /// The registry with these elementwise kernels (`kind: elementwise`).
+    pub const fn with_elementwise(self, elementwise: &'static [&'static KernelInfo]) -> Self {
+        Registry { elementwise, ..self }
+    }
+
+    /// Every elementwise kernel, in manifest order.
+    pub fn elementwise(&self) -> &'static [&'static KernelInfo] {
+        self.elementwise
     }
 
     /// Every CUTLASS kernel, in manifest order.
@@ -30,9 +46,13 @@ impl Registry {
         self.user
     }
 
-    /// Every kernel: CUTLASS's, then the user's.
+    /// Every kernel: CUTLASS's GEMM-shaped ones, the elementwise ones, then the user's.
     pub fn kernels(&self) -> impl Iterator<Item = &'static KernelInfo> {
-        self.kernels.iter().chain(self.user).copied()
+        self.kernels
+            .iter()
+            .chain(self.elementwise)
+            .chain(self.user)
+            .copied()
     }
 
     /// The kernel (CUTLASS's or a user's) with this library name or Rust name.
@@ -48,15 +68,23 @@ impl Registry {
         self.kernels.iter().copied().filter(move |k| predicate(k))
     }
 
-    /// CUTLASS kernels that support `problem` and match `predicate` (the CUTLASS API's
-    /// `get_kernels`), for a problem of any operation.
+    /// Kernels of the problem's operation that support `problem` and match `predicate` (the
+    /// CUTLASS API's `get_kernels`), for a problem of any operation. The predicate sees only
+    /// kernels of that operation (a GEMM problem's predicate may read `k.gemm()`).
     pub fn get_kernels<'s, P: Problem>(
         &'s self,
         problem: &'s P,
         predicate: impl Fn(&KernelInfo) -> bool + 's,
     ) -> impl Iterator<Item = &'static KernelInfo> + 's {
-        self.filter(predicate)
-            .filter(move |k| k.supports(problem).is_ok())
+        let list = match problem.operation() {
+            OperationKind::Elementwise => self.elementwise,
+            OperationKind::Custom => self.user,
+            _ => self.kernels,
+        };
+        let operation = problem.operation();
+        list.iter()
+            .copied()
+            .filter(move |k| k.operation.kind() == operation && predicate(k) && k.supports(problem).is_ok())
     }
 
     /// User kernels that support `args` and match `predicate` (a filter on their operation,

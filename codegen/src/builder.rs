@@ -10,7 +10,7 @@ use crate::compile::{self, CompileStats, JobLimiter, NvccSetup};
 use crate::conv_dispatch_table;
 use crate::dispatch_table;
 use crate::emit_cpp;
-use crate::emit_rust::{self, UnitImage, UserImage};
+use crate::emit_rust::{self, ElementwiseImage, UnitImage, UserImage};
 use crate::fsutil::{copy_if_changed, write_if_changed};
 use crate::manifest;
 use crate::toolchain;
@@ -24,7 +24,14 @@ pub const ARCHS_VAR: &str = "CUTLASS_AOT_ARCHS";
 /// The glue headers the generated units include, embedded so a downstream crate's build needs no
 /// path into this repository. Each unit names the ones it includes ([`emit_cpp::Unit::glue`]); only
 /// those are part of its cache key, in this order.
+/// Elementwise kernels per translation unit (they compile in well under a second each).
+const ELEMENTWISE_PER_UNIT: usize = 24;
+
 const GLUE_HEADERS: &[(&str, &str)] = &[
+    (
+        "cutlass_aot/elementwise.cuh",
+        include_str!("../cutlass_glue/include/cutlass_aot/elementwise.cuh"),
+    ),
     (
         "cutlass_aot/abi.h",
         include_str!("../cutlass_glue/include/cutlass_aot/abi.h"),
@@ -395,10 +402,17 @@ impl Builder {
             .into_iter()
             .filter(|k| enabled(k.feature.as_deref()))
             .collect();
+        let elementwise: Vec<_> = manifest
+            .elementwise
+            .into_iter()
+            .filter(|k| enabled(k.feature.as_deref()))
+            .collect();
         let mut units = emit_cpp::plan_units(&kernels, self.kernels_per_unit);
         if self.support_kernels {
             units.push(emit_cpp::support_unit());
         }
+        let first_elementwise_unit = units.len();
+        units.extend(crate::elementwise::units(&elementwise, ELEMENTWISE_PER_UNIT));
         let first_user_unit = units.len();
         for kernel in &user_kernels {
             units.push(self.user_unit(kernel)?);
@@ -490,7 +504,17 @@ impl Builder {
                 fatbin: fatbin.as_deref(),
             })
             .collect();
-        let images: Vec<UnitImage<'_>> = units[..first_user_unit]
+        let elementwise_images: Vec<ElementwiseImage<'_>> = units[first_elementwise_unit..first_user_unit]
+            .iter()
+            .zip(&fatbins[first_elementwise_unit..first_user_unit])
+            .zip(elementwise.chunks(ELEMENTWISE_PER_UNIT))
+            .map(|((unit, fatbin), kernels)| ElementwiseImage {
+                unit_name: &unit.name,
+                fatbin: fatbin.as_deref(),
+                kernels,
+            })
+            .collect();
+        let images: Vec<UnitImage<'_>> = units[..first_elementwise_unit]
             .iter()
             .zip(&fatbins)
             .map(|(unit, fatbin)| UnitImage {
@@ -505,13 +529,21 @@ impl Builder {
             .map_or_else(|| "manifest".into(), |n| n.to_string_lossy().into_owned());
         let dispatch = self.read_dispatch_tables(&kernels, &switched_off)?;
         let conv_dispatch = self.read_conv_dispatch_tables(&kernels, &switched_off)?;
-        let rust = emit_rust::generate(&label, &images, &kernels, &user_images, &dispatch, &conv_dispatch)
-            .map_err(|e| BuildError::Generate(e.to_string()))?;
+        let generated = emit_rust::Generated {
+            units: &images,
+            manifest_order: &kernels,
+            elementwise: &elementwise_images,
+            user_kernels: &user_images,
+            dispatch: &dispatch,
+            conv_dispatch: &conv_dispatch,
+        };
+        let rust =
+            emit_rust::generate(&label, &generated).map_err(|e| BuildError::Generate(e.to_string()))?;
         let rust_file = work.join("kernels.rs");
         write_if_changed(&rust_file, rust.as_bytes()).map_err(|e| io("writing kernels.rs", e))?;
 
         let summary = BuildSummary {
-            kernels: kernels.len() + user_kernels.len(),
+            kernels: kernels.len() + elementwise.len() + user_kernels.len(),
             units: units.len(),
             stats,
             seconds: started.elapsed().as_secs_f64(),

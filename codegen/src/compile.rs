@@ -98,7 +98,8 @@ const COMMON_FLAGS: &[&str] = &[
 
 impl NvccSetup {
     /// The full argument list (after the program) for `pass`, without input and output paths.
-    fn arguments(&self, pass: Pass, api: Api, unit_dirs: &[PathBuf]) -> Vec<String> {
+    fn arguments(&self, pass: Pass, unit: &Unit) -> Vec<String> {
+        let (api, unit_dirs) = (unit.api, &unit.include_dirs);
         let mut args: Vec<String> = COMMON_FLAGS.iter().map(|s| s.to_string()).collect();
         for dir in unit_dirs.iter().chain(&self.include_dirs) {
             args.push(format!("-I{}", dir.display()));
@@ -108,6 +109,14 @@ impl NvccSetup {
                 args.push("-DCUTLASS_AOT_DEVICE_PASS".into());
                 args.push("-fatbin".into());
                 match api {
+                    Api::Cutlass2x if unit.native_isa => {
+                        // Each target from its own virtual ISA, so that newer instructions
+                        // (Hopper's fp8 conversions) are used where they exist.
+                        for arch in &self.sass_archs {
+                            args.push("-gencode".into());
+                            args.push(format!("arch=compute_{arch},code=sm_{arch}"));
+                        }
+                    }
                     Api::Cutlass2x => {
                         for arch in &self.sass_archs {
                             // 2.x kernels are sm_80 code: compile the compute_80 virtual ISA to
@@ -165,7 +174,7 @@ impl NvccSetup {
     /// the glue headers `glue`). Comment lines are left out: each kernel's comment names its
     /// manifest line, and inserting an entry must not recompile the units of the entries after it.
     pub fn cache_key(&self, unit: &Unit, pass: Pass) -> String {
-        let (unit_source, api, glue) = (unit.source.as_str(), unit.api, unit.glue);
+        let (unit_source, glue) = (unit.source.as_str(), unit.glue);
         let (program, prefix) = self.program(pass);
         let code: String = unit_source
             .lines()
@@ -197,10 +206,7 @@ impl NvccSetup {
             .include_dirs
             .first()
             .map(|dir| format!("-I{}", dir.display()));
-        for arg in prefix
-            .iter()
-            .chain(self.arguments(pass, api, &unit.include_dirs).iter())
-        {
+        for arg in prefix.iter().chain(self.arguments(pass, unit).iter()) {
             let arg = if Some(arg) == glue_flag.as_ref() {
                 "-I<glue>"
             } else {
@@ -349,7 +355,7 @@ fn run_nvcc(setup: &NvccSetup, pass: Pass, unit: &Unit, source: &Path, output: &
     let mut command = Command::new(&program);
     command
         .args(&prefix)
-        .args(setup.arguments(pass, unit.api, &unit.include_dirs))
+        .args(setup.arguments(pass, unit))
         .arg(source)
         .arg("-o")
         .arg(&temp);
@@ -410,6 +416,7 @@ mod tests {
     fn cache_keys_ignore_comments_but_not_code_or_glue() {
         let s = setup();
         let unit = |source: &str, glue: &[&'static str], api| Unit {
+            native_isa: false,
             name: "u".into(),
             api,
             glue: Box::leak(glue.to_vec().into_boxed_slice()),

@@ -16,6 +16,7 @@ pub mod compile;
 pub mod conv_dispatch_table;
 pub mod custom;
 pub mod dispatch_table;
+pub mod elementwise;
 pub mod emit_cpp;
 pub mod emit_rust;
 mod fsutil;

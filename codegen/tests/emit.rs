@@ -274,10 +274,7 @@ fn emitted_rust_matches_golden() {
             kernels: &u.kernels,
         })
         .collect();
-    check_golden(
-        "kernels.rs",
-        &emit_rust::generate("golden.yaml", &images, &kernels, &[], &tables, &[]).unwrap(),
-    );
+    check_golden("kernels.rs", &generate(&images, &kernels, &tables).unwrap());
     // Without nvcc: same API, no device code and no references to host symbols.
     let images: Vec<_> = units
         .iter()
@@ -287,7 +284,7 @@ fn emitted_rust_matches_golden() {
             kernels: &u.kernels,
         })
         .collect();
-    let stub = emit_rust::generate("golden.yaml", &images, &kernels, &[], &tables, &[]).unwrap();
+    let stub = generate(&images, &kernels, &tables).unwrap();
     assert!(
         !stub.contains("extern \"C\""),
         "stub build must not reference host symbols"
@@ -298,7 +295,7 @@ fn emitted_rust_matches_golden() {
     );
     check_golden("kernels_without_nvcc.rs", &stub);
     // Without measured tables: an empty list, and the single-table alias is the empty table.
-    let none = emit_rust::generate("golden.yaml", &images, &kernels, &[], &[], &[]).unwrap();
+    let none = generate(&images, &kernels, &[]).unwrap();
     let squeezed: String = none.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         squeezed.contains("pub static DISPATCH_TABLES: &[::cutlass_aot::dispatch::Table] = &[];"),
@@ -311,4 +308,23 @@ fn emitted_rust_matches_golden() {
         "{squeezed}"
     );
     assert!(!none.contains("dispatch::Entry"));
+}
+
+/// The generated file of CUTLASS kernels only.
+fn generate(
+    images: &[UnitImage<'_>],
+    kernels: &[cutlass_aot_build::model::GemmKernel],
+    tables: &[cutlass_aot_build::dispatch_table::Table],
+) -> Result<String, syn::Error> {
+    emit_rust::generate(
+        "golden.yaml",
+        &emit_rust::Generated {
+            units: images,
+            manifest_order: kernels,
+            elementwise: &[],
+            user_kernels: &[],
+            dispatch: tables,
+            conv_dispatch: &[],
+        },
+    )
 }

@@ -26,6 +26,8 @@ spelled_enum! {
         Conv2dWgrad = "conv2d_wgrad",
         /// A user kernel (`kind: custom`): its own source, parameters and launch shape.
         Custom = "custom",
+        /// `d = scale·act(alpha·x ⊕ beta·y)` element by element, y broadcast or absent.
+        Elementwise = "elementwise",
     }
 }
 
@@ -36,7 +38,10 @@ impl OperationKind {
             OperationKind::Conv2dFprop => Some(ConvKind::Fprop),
             OperationKind::Conv2dDgrad => Some(ConvKind::Dgrad),
             OperationKind::Conv2dWgrad => Some(ConvKind::Wgrad),
-            OperationKind::Gemm | OperationKind::GemmGrouped | OperationKind::Custom => None,
+            OperationKind::Gemm
+            | OperationKind::GemmGrouped
+            | OperationKind::Custom
+            | OperationKind::Elementwise => None,
         }
     }
 }
@@ -266,6 +271,7 @@ pub enum Operation {
     Conv2d(ConvOperation),
     /// A user kernel: the user's name for what it computes, and its parameters.
     Custom(crate::custom::CustomOperation),
+    Elementwise(crate::elementwise::ElementwiseOperation),
 }
 
 impl Operation {
@@ -279,6 +285,7 @@ impl Operation {
                 ConvKind::Wgrad => OperationKind::Conv2dWgrad,
             },
             Operation::Custom(_) => OperationKind::Custom,
+            Operation::Elementwise(_) => OperationKind::Elementwise,
         }
     }
 
@@ -286,23 +293,35 @@ impl Operation {
     /// implicit GEMM).
     ///
     /// # Panics
-    /// On a user kernel (`Operation::Custom`), which has no GEMM operands. Registries list user
-    /// kernels apart (`Registry::user_kernels`), so the CUTLASS kernels' lists never meet one; use
-    /// [`Operation::gemm_operands`] where either may come.
+    /// On a user kernel (`Operation::Custom`) or an elementwise kernel, which have no GEMM
+    /// operands. Registries list those apart (`Registry::user_kernels`, `Registry::elementwise`),
+    /// so the lists of GEMM-shaped kernels never meet one; use [`Operation::gemm_operands`] where
+    /// either may come.
     pub fn gemm(&self) -> &GemmOperation {
         match self.gemm_operands() {
             Some(g) => g,
-            None => panic!("a user kernel has no GEMM operands; use Operation::gemm_operands"),
+            None => panic!(
+                "a {} kernel has no GEMM operands; use Operation::gemm_operands",
+                self.kind()
+            ),
         }
     }
 
-    /// The GEMM operands, or `None` for a user kernel.
+    /// The GEMM operands, or `None` for a user kernel or an elementwise kernel.
     pub fn gemm_operands(&self) -> Option<&GemmOperation> {
         match self {
             Operation::Gemm(g) => Some(g),
             Operation::GemmGrouped(g) => Some(&g.gemm),
             Operation::Conv2d(c) => Some(&c.gemm),
-            Operation::Custom(_) => None,
+            Operation::Custom(_) | Operation::Elementwise(_) => None,
+        }
+    }
+
+    /// The elementwise kernel's operation.
+    pub fn elementwise(&self) -> Option<&crate::elementwise::ElementwiseOperation> {
+        match self {
+            Operation::Elementwise(e) => Some(e),
+            _ => None,
         }
     }
 
@@ -378,6 +397,8 @@ pub enum Design {
     /// A user kernel's design values and launch shape (by reference: it is several times the size
     /// of the CUTLASS designs).
     Custom(&'static crate::custom::CustomDesign),
+    /// An elementwise kernel's launch design.
+    Elementwise(crate::elementwise::ElementwiseDesign),
 }
 
 impl Design {
@@ -386,6 +407,8 @@ impl Design {
             Design::Cutlass2x(_) => Api::Cutlass2x,
             Design::Cutlass3x(_) => Api::Cutlass3x,
             Design::Custom(d) => d.code,
+            // Built like CUTLASS 2.x kernels: sm_80 SASS that also runs on newer devices.
+            Design::Elementwise(_) => Api::Cutlass2x,
         }
     }
 
@@ -394,7 +417,7 @@ impl Design {
             Design::Cutlass2x(d) => d.opclass,
             Design::Cutlass3x(d) => d.opclass,
             // The user's own code: no tensor-op choice the model knows of.
-            Design::Custom(_) => OpClass::Simt,
+            Design::Custom(_) | Design::Elementwise(_) => OpClass::Simt,
         }
     }
 
@@ -404,6 +427,8 @@ impl Design {
             Design::Cutlass2x(d) => d.tile,
             Design::Cutlass3x(d) => d.tile,
             Design::Custom(d) => d.tile,
+            // The elements one block moves per step of its loop.
+            Design::Elementwise(d) => Shape3::new(d.threads * d.unroll * d.vector_elements, 1, 1),
         }
     }
 
@@ -412,14 +437,14 @@ impl Design {
         match self {
             Design::Cutlass2x(d) => d.stages,
             Design::Cutlass3x(d) => d.stages,
-            Design::Custom(_) => 0,
+            Design::Custom(_) | Design::Elementwise(_) => 0,
         }
     }
 
     /// The cluster shape (1x1x1 for CUTLASS 2.x).
     pub fn cluster(&self) -> Shape3 {
         match self {
-            Design::Cutlass2x(_) | Design::Custom(_) => Shape3::new(1, 1, 1),
+            Design::Cutlass2x(_) | Design::Custom(_) | Design::Elementwise(_) => Shape3::new(1, 1, 1),
             Design::Cutlass3x(d) => d.cluster,
         }
     }
@@ -433,14 +458,21 @@ impl Design {
                 TileScheduler::StreamK => SplitK::StreamK,
                 TileScheduler::Persistent => SplitK::None,
             },
-            Design::Custom(_) => SplitK::None,
+            Design::Custom(_) | Design::Elementwise(_) => SplitK::None,
         }
     }
 
     pub fn as_2x(&self) -> Option<&Design2x> {
         match self {
             Design::Cutlass2x(d) => Some(d),
-            Design::Cutlass3x(_) | Design::Custom(_) => None,
+            Design::Cutlass3x(_) | Design::Custom(_) | Design::Elementwise(_) => None,
+        }
+    }
+
+    pub fn as_elementwise(&self) -> Option<&crate::elementwise::ElementwiseDesign> {
+        match self {
+            Design::Elementwise(d) => Some(d),
+            _ => None,
         }
     }
 
@@ -454,7 +486,7 @@ impl Design {
     pub fn as_3x(&self) -> Option<&Design3x> {
         match self {
             Design::Cutlass3x(d) => Some(d),
-            Design::Cutlass2x(_) | Design::Custom(_) => None,
+            Design::Cutlass2x(_) | Design::Custom(_) | Design::Elementwise(_) => None,
         }
     }
 }

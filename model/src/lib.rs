@@ -45,6 +45,7 @@ macro_rules! spelled_enum {
 }
 
 pub mod custom;
+pub mod elementwise;
 mod kernel;
 pub use kernel::*;
 

@@ -56,6 +56,7 @@ pub fn unit(kernel: &CustomKernel, path: &Path, source: &str, headers: &[(PathBu
         source: text,
         include_dirs: path.parent().map(Path::to_path_buf).into_iter().collect(),
         key_extra,
+        native_isa: false,
     }
 }
 

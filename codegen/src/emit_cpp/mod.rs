@@ -38,6 +38,9 @@ pub struct Unit {
     pub include_dirs: Vec<std::path::PathBuf>,
     /// More text for the cache key (the local headers a user kernel includes).
     pub key_extra: String,
+    /// 2.x units: compile each SASS target from its own virtual ISA (`compute_90` for sm_90)
+    /// instead of sm_80's, where newer instructions matter (elementwise fp8 conversions).
+    pub native_isa: bool,
 }
 
 /// How one operation of one CUTLASS generation is emitted.
@@ -183,6 +186,7 @@ pub fn plan_units(kernels: &[GemmKernel], max_per_unit: usize) -> Vec<Unit> {
                 source,
                 include_dirs: Vec::new(),
                 key_extra: String::new(),
+                native_isa: false,
             });
         }
     }
@@ -203,6 +207,7 @@ pub fn support_unit() -> Unit {
             .into(),
         include_dirs: Vec::new(),
         key_extra: String::new(),
+        native_isa: false,
     }
 }
 

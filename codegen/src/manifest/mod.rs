@@ -96,6 +96,7 @@ pub(crate) use values::describe as describe_value;
 pub struct Manifest {
     pub kernels: Vec<GemmKernel>,
     pub user_kernels: Vec<crate::custom::CustomKernel>,
+    pub elementwise: Vec<crate::elementwise::ElementwiseKernel>,
 }
 
 use crate::model::GemmKernel;
@@ -214,7 +215,19 @@ pub fn parse_manifest(text: &str, file_label: &str) -> Result<Manifest, Manifest
 
     let mut kernels = Vec::new(); // (entry index, kernel), sound ones only
     let mut user_kernels: Vec<(usize, crate::custom::CustomKernel)> = Vec::new();
+    let mut elementwise: Vec<(usize, crate::elementwise::ElementwiseKernel)> = Vec::new();
     for (index, raw_entry) in operations.iter().enumerate() {
+        if raw_entry.kind.as_ref().and_then(|k| k.as_str()) == Some("elementwise") {
+            let origin = report.origin(index);
+            for kernel in crate::elementwise::read_entry(raw_entry, index, &mut report, &origin) {
+                elementwise.push((index, kernel));
+            }
+            continue;
+        }
+        if raw_entry.op.is_some() {
+            let message = "`op` is a key of elementwise entries (`kind: elementwise`) only".to_string();
+            report.at(index, Some("op"), None, message);
+        }
         if raw_entry.kind.as_ref().and_then(|k| k.as_str()) == Some("custom") {
             let origin = report.origin(index);
             for kernel in crate::custom::read_entry(raw_entry, index, &mut report, &origin) {
@@ -274,22 +287,27 @@ pub fn parse_manifest(text: &str, file_label: &str) -> Result<Manifest, Manifest
     for dup in duplicates::find(&kernels) {
         report.at(dup.entry, dup.key, None, dup.message);
     }
-    // A user kernel's Rust name is a module beside every other kernel's.
-    for (at, (index, kernel)) in user_kernels.iter().enumerate() {
-        let taken_by_user = user_kernels[..at]
-            .iter()
-            .find(|(_, other)| other.rust_name == kernel.rust_name);
-        let taken_by_cutlass = kernels.iter().find(|(_, k)| k.rust_name == kernel.rust_name);
-        let other_origin = taken_by_user
-            .map(|(_, k)| k.origin.clone())
+    // A user or elementwise kernel's Rust name is a module beside every other kernel's.
+    let others = user_kernels
+        .iter()
+        .map(|(index, k)| (*index, &k.rust_name, &k.origin))
+        .chain(
+            elementwise
+                .iter()
+                .map(|(index, k)| (*index, &k.rust_name, &k.origin)),
+        );
+    for (at, (index, rust_name, _)) in others.clone().enumerate() {
+        let taken_by_other = others.clone().take(at).find(|(_, other, _)| *other == rust_name);
+        let taken_by_cutlass = kernels.iter().find(|(_, k)| &k.rust_name == rust_name);
+        let other_origin = taken_by_other
+            .map(|(_, _, origin)| origin.clone())
             .or_else(|| taken_by_cutlass.map(|(_, k)| k.origin.clone()));
         if let Some(other) = other_origin {
             let message = format!(
-                "the Rust name `{}` is also the name of a kernel of {other}; give this entry a `name` \
-                 template that tells them apart",
-                kernel.rust_name
+                "the Rust name `{rust_name}` is also the name of a kernel of {other}; give this entry a \
+                 `name` template that tells them apart"
             );
-            report.at(*index, Some("name"), None, message);
+            report.at(index, Some("name"), None, message);
         }
     }
 
@@ -297,6 +315,7 @@ pub fn parse_manifest(text: &str, file_label: &str) -> Result<Manifest, Manifest
         Ok(Manifest {
             kernels: kernels.into_iter().map(|(_, kernel)| kernel).collect(),
             user_kernels: user_kernels.into_iter().map(|(_, kernel)| kernel).collect(),
+            elementwise: elementwise.into_iter().map(|(_, kernel)| kernel).collect(),
         })
     } else {
         Err(report.into_error())

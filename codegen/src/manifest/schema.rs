@@ -73,6 +73,8 @@ pub struct RawOperation {
     pub block: Option<Value>,
     pub shared_memory: Option<Value>,
     pub requires: Option<Value>,
+    // Elementwise entries (`kind: elementwise`) only: see `crate::elementwise`.
+    pub op: Option<Value>,
 }
 
 impl RawOperation {

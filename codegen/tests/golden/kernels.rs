@@ -1920,28 +1920,29 @@ pub mod f16_sm90_array {
 }
 /// Every kernel of the manifest, for discovery (`find`, `supports`, filters).
 pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
-    &[
-        &hgemm_tn::INFO,
-        &hgemm_nn::INFO,
-        &cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4::INFO,
-        &bf16_sm90_cooperative::INFO,
-        &bf16_sm90_pingpong::INFO,
-        &f16_sm90_streamk::INFO,
-        &s8_tn_parallel::INFO,
-        &f32_3xtf32_horizontal::INFO,
-        &f16_tn_leaky_relu::INFO,
-        &bf16_sm90_bias_gelu_aux::INFO,
-        &f16_sm90_row_scale_row_bias_silu::INFO,
-        &grouped_f16_device::INFO,
-        &grouped_f16_host::INFO,
-        &grouped_bf16_sm90_cooperative_identity::INFO,
-        &grouped_bf16_sm90_cooperative_silu::INFO,
-        &grouped_bf16_sm90_pingpong_identity::INFO,
-        &grouped_bf16_sm90_pingpong_silu::INFO,
-        &f16_sm90_array::INFO,
-    ],
-    &[],
-);
+        &[
+            &hgemm_tn::INFO,
+            &hgemm_nn::INFO,
+            &cutlass_simt_dgemm_64x64_8x2_ttt_align1_identity4::INFO,
+            &bf16_sm90_cooperative::INFO,
+            &bf16_sm90_pingpong::INFO,
+            &f16_sm90_streamk::INFO,
+            &s8_tn_parallel::INFO,
+            &f32_3xtf32_horizontal::INFO,
+            &f16_tn_leaky_relu::INFO,
+            &bf16_sm90_bias_gelu_aux::INFO,
+            &f16_sm90_row_scale_row_bias_silu::INFO,
+            &grouped_f16_device::INFO,
+            &grouped_f16_host::INFO,
+            &grouped_bf16_sm90_cooperative_identity::INFO,
+            &grouped_bf16_sm90_cooperative_silu::INFO,
+            &grouped_bf16_sm90_pingpong_identity::INFO,
+            &grouped_bf16_sm90_pingpong_silu::INFO,
+            &f16_sm90_array::INFO,
+        ],
+        &[],
+    )
+    .with_elementwise(&[]);
 /// The measured dispatch tables embedded by the build, one per device they were measured
 /// on (`cutlass_aot::dispatch::table_for` picks the one of the device at run time).
 pub static DISPATCH_TABLES: &[::cutlass_aot::dispatch::Table] = &[
