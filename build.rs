@@ -6,7 +6,9 @@ fn main() {
         cutlass_aot_build::Builder::new("kernel_manifest.yaml")
             .kernels_per_unit(8)
             .support_kernels(true)
-            .dispatch_tables_in("bench/dispatch"),
+            .dispatch_tables_in("bench/dispatch")
+            // Cargo feature `static-cxx`: executables need only libc and the driver.
+            .static_cxx_runtime(std::env::var_os("CARGO_FEATURE_STATIC_CXX").is_some()),
     );
     println!(
         "cargo:rustc-env=CUTLASS_AOT_KERNELS_RS={}",

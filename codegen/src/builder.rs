@@ -13,6 +13,7 @@ use crate::emit_cpp;
 use crate::emit_rust::{self, ElementwiseImage, UnitImage, UserImage};
 use crate::fsutil::{copy_if_changed, write_if_changed};
 use crate::manifest;
+use crate::static_cxx;
 use crate::toolchain;
 
 /// Environment variables that make the build skip nvcc: kernels get wrappers and registry
@@ -104,6 +105,8 @@ pub struct Builder {
     library_name: Option<String>,
     dispatch_tables: Vec<TableSource>,
     support_kernels: bool,
+    /// `None`: as the crate's `cutlass-aot` dependency does.
+    static_cxx: Option<bool>,
 }
 
 /// Where measured dispatch tables come from, in the order they were given.
@@ -154,6 +157,7 @@ pub enum BuildError {
     Compile(compile::CompileError),
     Io(String),
     Generate(String),
+    StaticCxx(String),
 }
 
 impl fmt::Display for BuildError {
@@ -164,6 +168,7 @@ impl fmt::Display for BuildError {
             BuildError::Compile(e) => write!(f, "kernel compilation failed:\n{e}"),
             BuildError::Io(e) => write!(f, "{e}"),
             BuildError::Generate(e) => write!(f, "internal error generating Rust wrappers: {e}"),
+            BuildError::StaticCxx(e) => write!(f, "cannot link the C++ runtime statically: {e}"),
         }
     }
 }
@@ -181,6 +186,7 @@ impl Builder {
             library_name: None,
             dispatch_tables: Vec::new(),
             support_kernels: false,
+            static_cxx: None,
         }
     }
 
@@ -210,6 +216,19 @@ impl Builder {
     /// runtime's.
     pub fn support_kernels(&mut self, yes: bool) -> &mut Self {
         self.support_kernels = yes;
+        self
+    }
+
+    /// Links the C++ runtime of the host code statically (libstdc++, and libgcc_eh for every
+    /// `-lgcc_s`, Rust's own included), so that executables need only the C library and the
+    /// NVIDIA driver (`ldd` lists libc, libm, ld-linux; [`static_cxx`] says how). Linux GNU
+    /// targets with GNU libstdc++; a compiler without `libstdc++.a` or `libgcc_eh.a` fails the
+    /// build, before nvcc runs, with the package to install. Default: on when the crate's
+    /// `cutlass-aot` dependency has its cargo feature `static-cxx` on
+    /// (`DEP_CUTLASS_AOT_STATIC_CXX`), so that the feature alone makes the whole executable
+    /// static. Without nvcc (`CUTLASS_AOT_NO_NVCC`) no host code is linked and it does nothing.
+    pub fn static_cxx_runtime(&mut self, yes: bool) -> &mut Self {
+        self.static_cxx = Some(yes);
         self
     }
 
@@ -424,6 +443,15 @@ impl Builder {
         let mut fatbins: Vec<Option<PathBuf>> = vec![None; units.len()];
         if with_kernels {
             let toolchain = toolchain::discover(&env).map_err(BuildError::Toolchain)?;
+            // Before nvcc runs, so that a missing static library fails the build at once.
+            let static_runtime = if self
+                .static_cxx
+                .unwrap_or_else(|| env(static_cxx::CORE_DEP_VAR).is_some())
+            {
+                Some(static_cxx::prepare(&work.join("static-cxx"), &env).map_err(BuildError::StaticCxx)?)
+            } else {
+                None
+            };
             let glue_include = work.join("glue");
             for (name, text) in GLUE_HEADERS {
                 write_if_changed(&glue_include.join(name), text.as_bytes())
@@ -470,6 +498,10 @@ impl Builder {
             })?;
             stats = compile_stats;
             let mut archive = cc::Build::new();
+            if static_runtime.is_some() {
+                // Linked below, from the build's own directory.
+                archive.cpp_link_stdlib(None);
+            }
             for (slot, unit) in compiled.iter().enumerate() {
                 let local = work.join(format!("{}.fatbin", unit.name));
                 copy_if_changed(&unit.fatbin, &local).map_err(|e| io("copying fatbin", e))?;
@@ -491,6 +523,12 @@ impl Builder {
             println!("cargo:rustc-link-lib=static=cudart_static");
             for lib in ["dl", "rt", "pthread"] {
                 println!("cargo:rustc-link-lib=dylib={lib}");
+            }
+            if let Some(runtime) = &static_runtime {
+                runtime.print_directives();
+                if env("CARGO_MANIFEST_LINKS").is_some() {
+                    println!("cargo:{}=1", static_cxx::METADATA_KEY);
+                }
             }
         }
 

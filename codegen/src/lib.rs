@@ -22,6 +22,7 @@ pub mod emit_rust;
 mod fsutil;
 pub mod manifest;
 pub mod model;
+pub mod static_cxx;
 pub mod toolchain;
 
 pub use builder::{run_build_script, BuildError, BuildSummary, Builder};
