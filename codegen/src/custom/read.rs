@@ -5,7 +5,7 @@ use serde_yaml::Value as Yaml;
 
 use super::{CustomKernel, ExprSpec, ParamSpec, Value};
 use crate::manifest::schema::RawOperation;
-use crate::manifest::Report;
+use crate::manifest::{is_identifier, Report};
 use crate::model::custom::{Access, Expr, Name, ScalarType};
 use crate::model::{DType, Layout, Shape3};
 
@@ -38,26 +38,11 @@ const RESERVED: &[&str] = &[
     "unsized", "virtual", "yield", "stream",
 ];
 
-struct Ctx<'r, 't> {
-    report: &'r mut Report<'t>,
-    index: usize,
-    ok: bool,
-}
-
-impl Ctx<'_, '_> {
-    fn bad(&mut self, key: &str, message: String) {
-        self.ok = false;
-        self.report.at(self.index, Some(key), None, message);
-    }
-}
+type Ctx<'r, 't> = crate::manifest::EntryReader<'r, 't>;
 
 /// Reads entry `index` (already known to be `kind: custom`) into its kernels.
 pub fn read_entry(raw: &RawOperation, index: usize, report: &mut Report, origin: &str) -> Vec<CustomKernel> {
-    let mut cx = Ctx {
-        report,
-        index,
-        ok: true,
-    };
+    let mut cx = Ctx::new(report, index);
     for (key, present) in raw.gemm_keys() {
         if present {
             cx.bad(
@@ -70,17 +55,7 @@ pub fn read_entry(raw: &RawOperation, index: usize, report: &mut Report, origin:
             );
         }
     }
-    let feature = match &raw.feature {
-        None => None,
-        Some(Yaml::String(f)) if is_identifier(f, true) => Some(f.clone()),
-        Some(other) => {
-            cx.bad(
-                "feature",
-                format!("{} is not a cargo feature name", describe(other)),
-            );
-            None
-        }
-    };
+    let feature = cx.feature(&raw.feature);
     let source = required_string(
         &mut cx,
         "source",
@@ -273,12 +248,6 @@ pub fn read_entry(raw: &RawOperation, index: usize, report: &mut Report, origin:
 
 fn describe(value: &Yaml) -> String {
     crate::manifest::describe_value(value)
-}
-
-fn is_identifier(s: &str, dashes: bool) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || (dashes && c == '-'))
 }
 
 fn required_string(cx: &mut Ctx, key: &str, value: &Option<Yaml>, help: &str) -> Option<String> {

@@ -6,7 +6,7 @@ use serde_yaml::Value as Yaml;
 
 use super::ElementwiseKernel;
 use crate::manifest::schema::RawOperation;
-use crate::manifest::Report;
+use crate::manifest::{is_identifier, Report};
 use crate::model::elementwise::{Combine, ElementwiseOperation};
 use crate::model::{Activation, DType};
 
@@ -16,18 +16,7 @@ const KEYS: &str = "kind, name, feature, arch, a, b, c, op, activation";
 /// At most this many kernels per entry (as for other entries).
 const MAX_VARIANTS: usize = 256;
 
-struct Ctx<'r, 't> {
-    report: &'r mut Report<'t>,
-    index: usize,
-    ok: bool,
-}
-
-impl Ctx<'_, '_> {
-    fn bad(&mut self, key: &str, message: String) {
-        self.ok = false;
-        self.report.at(self.index, Some(key), None, message);
-    }
-}
+type Ctx<'r, 't> = crate::manifest::EntryReader<'r, 't>;
 
 /// Reads entry `index` (already known to be `kind: elementwise`) into its kernels.
 pub fn read_entry(
@@ -36,11 +25,7 @@ pub fn read_entry(
     report: &mut Report,
     origin: &str,
 ) -> Vec<ElementwiseKernel> {
-    let mut cx = Ctx {
-        report,
-        index,
-        ok: true,
-    };
+    let mut cx = Ctx::new(report, index);
     let elementwise_keys = ["a", "b", "c", "activation"];
     for (key, present) in raw.gemm_keys() {
         if present && !elementwise_keys.contains(&key) {
@@ -62,17 +47,7 @@ pub fn read_entry(
             format!("`tile` is not a key of `kind: elementwise` entries; they take {KEYS}"),
         );
     }
-    let feature = match &raw.feature {
-        None => None,
-        Some(Yaml::String(f)) if is_feature(f) => Some(f.clone()),
-        Some(other) => {
-            cx.bad(
-                "feature",
-                format!("{} is not a cargo feature name", describe(other)),
-            );
-            None
-        }
-    };
+    let feature = cx.feature(&raw.feature);
     let arch = match &raw.arch {
         None => 80,
         Some(v) => match v.as_u64() {
@@ -246,10 +221,7 @@ fn name(cx: &mut Ctx, raw: &RawOperation, op: &ElementwiseOperation, several: bo
             format!("ew_{what}_{}_{}", op.x, op.d)
         }
     };
-    let mut chars = name.chars();
-    let valid = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !valid {
+    if !is_identifier(&name, false) {
         cx.bad(
             "name",
             format!("`{name}` is not a Rust identifier (letters, digits and `_`; placeholders {{a}}, {{b}}, {{c}}, {{op}}, {{activation}})"),
@@ -257,12 +229,6 @@ fn name(cx: &mut Ctx, raw: &RawOperation, op: &ElementwiseOperation, several: bo
         return None;
     }
     Some(name)
-}
-
-fn is_feature(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 fn describe(value: &Yaml) -> String {

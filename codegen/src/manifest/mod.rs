@@ -77,6 +77,7 @@
 mod arch_keys;
 mod duplicates;
 mod entry;
+mod entry_reader;
 mod error;
 mod expand;
 mod naming;
@@ -87,6 +88,7 @@ mod validate;
 mod values;
 mod yaml_events;
 
+pub(crate) use entry_reader::{is_identifier, EntryReader};
 pub use error::{ManifestError, Problem};
 pub(crate) use report::Report;
 pub(crate) use values::describe as describe_value;
