@@ -351,6 +351,19 @@ impl Activation {
         }
     }
 
+    /// Whether CUTLASS marks the functor heavy (`kIsHeavy`: erf, exp or tanh per element) rather than
+    /// a few compares and multiplies.
+    pub fn is_heavy(self) -> bool {
+        matches!(
+            self,
+            Activation::Tanh
+                | Activation::Sigmoid
+                | Activation::Silu
+                | Activation::Gelu
+                | Activation::GeluTaylor
+        )
+    }
+
     /// Whether the activation takes a run-time argument (leaky_relu's slope).
     pub fn has_argument(self) -> bool {
         self == Activation::LeakyRelu

@@ -45,13 +45,14 @@ fn kernel_text(kernel: &ElementwiseKernel) -> String {
     let combine = op.combine.map_or("None", |c| c.cpp());
     format!(
         "// {}\nCUTLASS_AOT_ELEMENTWISE({}, {}, {}, {}, {compute}, {}<{compute}>, \
-         cutlass_aot::elementwise::Combine::{combine})\n",
+         cutlass_aot::elementwise::Combine::{combine}, {})\n",
         op.formula(),
         kernel.rust_name,
         cpp_type(op.x),
         cpp_type(op.y.unwrap_or(op.x)),
         cpp_type(op.d),
         op.activation.cutlass_template(),
+        kernel.design().unroll,
     )
 }
 

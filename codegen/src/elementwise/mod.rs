@@ -12,10 +12,22 @@ pub use read::read_entry;
 pub use rust::{kernel_module, registry_entry};
 
 use crate::model::elementwise::{ElementwiseDesign, ElementwiseOperation};
+use crate::model::Activation;
 
-/// Threads per block and accesses per thread per loop step (the glue's `kThreads`, `kUnroll`).
+/// Threads per block (the glue's `kThreads`).
 pub const THREADS: u32 = 256;
-pub const UNROLL: u32 = 4;
+
+/// Accesses each thread loads before it computes, by the activation's cost: 1 where it is light and
+/// the kernel is bound by memory alone (more only lengthens each block), 2 for one exp or tanh per
+/// element, 4 for erf's GELU, so loads stay in flight while it computes (the glue's header has the
+/// H100 measurements behind the choice).
+pub fn unroll(activation: Activation) -> u32 {
+    match activation {
+        Activation::Gelu => 4,
+        heavy if heavy.is_heavy() => 2,
+        _ => 1,
+    }
+}
 
 /// One elementwise kernel of the manifest, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,7 +46,7 @@ impl ElementwiseKernel {
     pub fn design(&self) -> ElementwiseDesign {
         ElementwiseDesign {
             threads: THREADS,
-            unroll: UNROLL,
+            unroll: unroll(self.operation.activation),
             vector_elements: self.operation.vector_elements(),
         }
     }

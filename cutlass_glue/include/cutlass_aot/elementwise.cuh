@@ -13,8 +13,17 @@
 // Each manifest kernel has two entries: `<name>_vector` moves 16-byte vectors (the host chooses it
 // where every extent, stride and address allows) and `<name>_scalar` one element at a time. The
 // grid covers the view in one pass (the loop strides by the grid only past 2^31 blocks); each
-// thread loads `kUnroll` vectors before it computes and stores any, so enough bytes are in flight
-// to run at the memory's speed.
+// thread loads `Unroll` accesses before it computes and stores any. The generator picks Unroll
+// by the activation's cost: 1 where it is a few compares and multiplies and the kernel is bound by
+// memory alone, 2 for those of one exp or tanh (sigmoid, silu, tanh, the tanh GELU), 4 for erf's
+// GELU, so loads stay in flight while it computes (on an H100, GELU in f16 at unroll 1 ran at 80 %
+// of torch's speed and at 4 at 100-102 %; SiLU in bf16 was best at 2).
+//
+// On the H100 these kernels issue nearly as many instructions as the memory allows, so the hot
+// path keeps them few: a view the host merged into one row (every contiguous tensor) is indexed
+// linearly, without the divisions the strided path needs; alpha, beta and scale are not applied
+// where all are 1; and 16- and 8-bit floats convert two or four at a time (CUTLASS's
+// NumericArrayConverter: cvt.rn.f16x2.f32 and its kin).
 #pragma once
 
 #include <cstdint>
@@ -57,7 +66,6 @@ namespace cutlass_aot {
 namespace elementwise {
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 4;
 
 enum class Combine { None, Add, Sub, Mul, Min, Max };
 
@@ -126,8 +134,48 @@ CUTLASS_DEVICE T store_as(Compute v) {
   }
 }
 
-// The body of both entries: V elements per access (1 for the scalar entry).
-template <class TX, class TY, class TD, class Compute, class Act, Combine C, int V>
+// The 16- and 8-bit floating-point types, which CUTLASS converts from and to f32 in pairs.
+template <class T>
+constexpr bool kPackedFloat = std::is_same<T, cutlass::half_t>::value ||
+                              std::is_same<T, cutlass::bfloat16_t>::value ||
+                              std::is_same<T, cutlass::float_e4m3_t>::value ||
+                              std::is_same<T, cutlass::float_e5m2_t>::value;
+
+// A loaded access → compute type: packed conversions where CUTLASS has them, else load_as.
+template <class Compute, class T, int V>
+CUTLASS_DEVICE cutlass::Array<Compute, V> load_array(const cutlass::Array<T, V>& v) {
+  if constexpr (std::is_same<Compute, float>::value && kPackedFloat<T>) {
+    return cutlass::NumericArrayConverter<float, T, V>()(v);
+  } else {
+    cutlass::Array<Compute, V> r;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < V; ++i) {
+      r[i] = load_as<Compute>(v[i]);
+    }
+    return r;
+  }
+}
+
+// Results → the stored access, with the same rounding (and fp8 saturation) as store_as.
+template <class T, class Compute, int V>
+CUTLASS_DEVICE cutlass::Array<T, V> store_array(const cutlass::Array<Compute, V>& v) {
+  if constexpr (std::is_same<Compute, float>::value && kPackedFloat<T>) {
+    return cutlass::NumericArrayConverter<T, float, V, cutlass::FloatRoundStyle::round_to_nearest>()(v);
+  } else {
+    cutlass::Array<T, V> r;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < V; ++i) {
+      r[i] = store_as<T>(v[i]);
+    }
+    return r;
+  }
+}
+
+// The body of both entries: V elements per access (1 for the scalar entry), Unroll accesses per
+// thread; Linear where the view is one row (offsets are the element index itself), Scaled unless
+// alpha, beta and scale are all 1.
+template <class TX, class TY, class TD, class Compute, class Act, Combine C, int V, int Unroll,
+          bool Linear, bool Scaled>
 CUTLASS_DEVICE void run(const cutlass_aot_elementwise_params& p) {
   constexpr bool kHasY = C != Combine::None;
   using VecX = cutlass::AlignedArray<TX, V>;
@@ -140,69 +188,105 @@ CUTLASS_DEVICE void run(const cutlass_aot_elementwise_params& p) {
   const TX* x = static_cast<const TX*>(p.x);
   const TY* y = static_cast<const TY*>(p.y);
   TD* d = static_cast<TD*>(p.d);
-  const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x * kUnroll;
-  // A view merged into one row (every contiguous tensor) needs no index division.
-  const bool one_row = p.rows.divisor == 1 && p.vectors_per_row.divisor == p.vectors;
-  for (uint64_t base = static_cast<uint64_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x;
+  const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x * Unroll;
+  for (uint64_t base = static_cast<uint64_t>(blockIdx.x) * blockDim.x * Unroll + threadIdx.x;
        base < p.vectors; base += step) {
-    VecX xs[kUnroll];
-    VecY ys[kUnroll];
-    int64_t at_d[kUnroll];
+    VecX xs[Unroll];
+    VecY ys[Unroll];
+    int64_t at_d[Unroll];
     CUTLASS_PRAGMA_UNROLL
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < Unroll; ++u) {
       const uint64_t v = base + static_cast<uint64_t>(u) * blockDim.x;
       at_d[u] = -1;
       if (v < p.vectors) {
-        const uint64_t q = one_row ? 0 : divide(v, p.vectors_per_row);
-        const int64_t col = static_cast<int64_t>(v - q * p.vectors_per_row.divisor) * V;
-        const uint64_t b = one_row ? 0 : divide(q, p.rows);
-        const int64_t row = static_cast<int64_t>(q - b * p.rows.divisor);
-        const int64_t batch = static_cast<int64_t>(b);
-        xs[u] = *reinterpret_cast<const VecX*>(x + batch * p.x_batch_stride + row * p.x_row_stride + col);
-        if constexpr (kHasY) {
-          const int64_t at_y = batch * p.y_batch_stride + row * p.y_row_stride;
-          if (V == 1 || p.y_col_stride != 0) {
-            // The vector entry runs only with y_col_stride 0 or 1.
-            const int64_t offset = V == 1 ? col * p.y_col_stride : col;
-            ys[u] = *reinterpret_cast<const VecY*>(y + at_y + offset);
-          } else {
-            ys[u].fill(y[at_y]);
+        if constexpr (Linear) {
+          // One row: x and d have unit stride, y unit stride or none (a scalar).
+          const int64_t at = static_cast<int64_t>(v) * V;
+          xs[u] = *reinterpret_cast<const VecX*>(x + at);
+          if constexpr (kHasY) {
+            if (p.y_col_stride != 0) {
+              ys[u] = *reinterpret_cast<const VecY*>(y + at * p.y_col_stride);
+            } else {
+              ys[u].fill(*y);
+            }
           }
+          at_d[u] = at;
+        } else {
+          const uint64_t q = divide(v, p.vectors_per_row);
+          const int64_t col = static_cast<int64_t>(v - q * p.vectors_per_row.divisor) * V;
+          const uint64_t b = divide(q, p.rows);
+          const int64_t row = static_cast<int64_t>(q - b * p.rows.divisor);
+          const int64_t batch = static_cast<int64_t>(b);
+          xs[u] = *reinterpret_cast<const VecX*>(x + batch * p.x_batch_stride +
+                                                 row * p.x_row_stride + col);
+          if constexpr (kHasY) {
+            const int64_t at_y = batch * p.y_batch_stride + row * p.y_row_stride;
+            if (V == 1 || p.y_col_stride != 0) {
+              // The vector entry runs only with y_col_stride 0 or 1.
+              const int64_t offset = V == 1 ? col * p.y_col_stride : col;
+              ys[u] = *reinterpret_cast<const VecY*>(y + at_y + offset);
+            } else {
+              ys[u].fill(y[at_y]);
+            }
+          }
+          at_d[u] = batch * p.d_batch_stride + row * p.d_row_stride + col;
         }
-        at_d[u] = batch * p.d_batch_stride + row * p.d_row_stride + col;
       }
     }
     CUTLASS_PRAGMA_UNROLL
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < Unroll; ++u) {
       if (at_d[u] >= 0) {
-        VecD out;
+        const cutlass::Array<Compute, V> xv = load_array<Compute>(xs[u]);
+        cutlass::Array<Compute, V> yv;
+        if constexpr (kHasY) {
+          yv = load_array<Compute>(ys[u]);
+        }
+        cutlass::Array<Compute, V> result;
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < V; ++i) {
-          Compute value = alpha * load_as<Compute>(xs[u][i]);
+          Compute value = Scaled ? alpha * xv[i] : xv[i];
           if constexpr (kHasY) {
-            value = combine<C>(value, beta * load_as<Compute>(ys[u][i]));
+            value = combine<C>(value, Scaled ? beta * yv[i] : yv[i]);
           }
-          value = scale * Activate<Act, Compute>()(value, arg);
-          out[i] = store_as<TD>(value);
+          const Compute activated = Activate<Act, Compute>()(value, arg);
+          result[i] = Scaled ? scale * activated : activated;
         }
+        VecD out;
+        static_cast<cutlass::Array<TD, V>&>(out) = store_array<TD>(result);
         *reinterpret_cast<VecD*>(d + at_d[u]) = out;
       }
     }
   }
 }
 
+// The vector entry's bodies, by tests every thread of the grid answers alike: a one-row view with
+// alpha, beta and scale all 1 (a plain activation, sum or conversion) skips their multiplies too.
+template <class TX, class TY, class TD, class Compute, class Act, Combine C, int V, int Unroll>
+CUTLASS_DEVICE void run_vector(const cutlass_aot_elementwise_params& p) {
+  if (p.rows.divisor == 1 && p.vectors_per_row.divisor == p.vectors) {
+    if (p.alpha == 1.0 && p.beta == 1.0 && p.scale == 1.0) {
+      run<TX, TY, TD, Compute, Act, C, V, Unroll, true, false>(p);
+    } else {
+      run<TX, TY, TD, Compute, Act, C, V, Unroll, true, true>(p);
+    }
+  } else {
+    run<TX, TY, TD, Compute, Act, C, V, Unroll, false, true>(p);
+  }
+}
+
 }  // namespace elementwise
 }  // namespace cutlass_aot
 
-// The two entries of one kernel.
-#define CUTLASS_AOT_ELEMENTWISE(NAME, TX, TY, TD, COMPUTE, ACT, COMBINE)                          \
+// The two entries of one kernel; UNROLL is the generator's (the runtime sizes the grid by it).
+#define CUTLASS_AOT_ELEMENTWISE(NAME, TX, TY, TD, COMPUTE, ACT, COMBINE, UNROLL)                  \
   extern "C" __global__ void __launch_bounds__(cutlass_aot::elementwise::kThreads)               \
       NAME##_vector(const cutlass_aot_elementwise_params p) {                                    \
     constexpr int kBytes = sizeof(TX) > sizeof(TD) ? sizeof(TX) : sizeof(TD);                    \
     constexpr int kWidest = kBytes > sizeof(TY) ? kBytes : sizeof(TY);                           \
-    cutlass_aot::elementwise::run<TX, TY, TD, COMPUTE, ACT, COMBINE, 16 / kWidest>(p);           \
+    cutlass_aot::elementwise::run_vector<TX, TY, TD, COMPUTE, ACT, COMBINE, 16 / kWidest, UNROLL>( \
+        p);                                                                                      \
   }                                                                                              \
   extern "C" __global__ void __launch_bounds__(cutlass_aot::elementwise::kThreads)               \
       NAME##_scalar(const cutlass_aot_elementwise_params p) {                                    \
-    cutlass_aot::elementwise::run<TX, TY, TD, COMPUTE, ACT, COMBINE, 1>(p);                      \
+    cutlass_aot::elementwise::run<TX, TY, TD, COMPUTE, ACT, COMBINE, 1, UNROLL, false, true>(p); \
   }
