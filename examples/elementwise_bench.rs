@@ -3,7 +3,10 @@
 //! §6): `ours_gbps` and `copy_gbps` count bytes read plus bytes written. bench/compare_elementwise.py
 //! adds torch's time for the same operation, measured on the same GPU right after.
 //!
-//! `cargo run --release --example elementwise_bench -- [--elements N] [--iters N] [--out FILE]`
+//! `cargo run --release --example elementwise_bench -- [--elements N] [--cols N] [--iters N] [--out FILE]`
+//!
+//! The tensors are contiguous `rows × cols` with `rows = elements / cols`; a `cols` that is not a
+//! multiple of 16 makes their length end in a partial vector.
 
 mod common;
 
@@ -21,6 +24,7 @@ use common::JsonRecord;
 
 struct Options {
     elements: usize,
+    cols: usize,
     iters: usize,
     out: Option<String>,
 }
@@ -28,6 +32,7 @@ struct Options {
 fn options() -> Options {
     let mut o = Options {
         elements: 128 << 20,
+        cols: 4096,
         iters: 20,
         out: None,
     };
@@ -37,9 +42,10 @@ fn options() -> Options {
         let value = args.get(i + 1).cloned().unwrap_or_default();
         match args[i].as_str() {
             "--elements" => o.elements = value.parse().expect("--elements N"),
+            "--cols" => o.cols = value.parse().expect("--cols N"),
             "--iters" => o.iters = value.parse().expect("--iters N"),
             "--out" => o.out = Some(value),
-            other => panic!("unknown option {other}; allowed: --elements N --iters N --out FILE"),
+            other => panic!("unknown option {other}; allowed: --elements N --cols N --iters N --out FILE"),
         }
         i += 2;
     }
@@ -94,9 +100,9 @@ impl Bench<'_> {
         X: Element + DeviceRepr + ValidAsZeroBits + Copy,
         D: Element + DeviceRepr + ValidAsZeroBits + Copy,
     {
-        let n = self.o.elements;
-        let cols = 4096;
-        let rows = n / cols;
+        let cols = self.o.cols.max(1);
+        let rows = (self.o.elements / cols).max(1);
+        let n = rows * cols;
         let shape = Shape::new(1, rows, cols);
         let x = filled(self.stream, n, &x_of);
         let y_full = match y {

@@ -168,11 +168,17 @@ struct View {
     shape: Shape,
     /// Batch and row strides of x, y (when a tensor) and d.
     strides: [usize; 2],
+    /// Elements of each buffer before the view's first (1 misaligns it for every vector width).
+    offset: usize,
 }
 
 impl View {
+    /// Elements of each buffer: the offset, then the view's extent.
     fn len(&self) -> usize {
-        (self.shape.batch - 1) * self.strides[0] + (self.shape.rows - 1) * self.strides[1] + self.shape.cols
+        self.offset
+            + (self.shape.batch - 1) * self.strides[0]
+            + (self.shape.rows - 1) * self.strides[1]
+            + self.shape.cols
     }
 }
 
@@ -194,29 +200,34 @@ fn check_kernel<X: Host, D: Host>(
     let mut d: CudaSlice<D> = stream.clone_htod(&dh)?;
     let slope = 0.1;
     let [sb, sr] = view.strides;
-    let xt = Tensor::new(&x, view.shape).with_strides(sb, sr);
-    let dt = TensorMut::new(&mut d, view.shape).with_strides(sb, sr);
-    let args = if op.combine.is_some() {
-        Elementwise::<X, X, D>::binary(
-            xt,
-            Broadcast::tensor(Tensor::new(&y, view.shape).with_strides(sb, sr)),
-            dt,
-        )
-    } else {
-        Elementwise::unary(xt, dt)
-    };
-    elementwise::launch(
-        kernel,
-        stream,
-        args.alpha(alpha).beta(beta).scale(scale).slope(slope),
-    )?;
+    // The views borrow d until the launch is queued.
+    {
+        let (x_view, y_view) = (x.slice(view.offset..), y.slice(view.offset..));
+        let mut d_view = d.slice_mut(view.offset..);
+        let xt = Tensor::new(&x_view, view.shape).with_strides(sb, sr);
+        let dt = TensorMut::new(&mut d_view, view.shape).with_strides(sb, sr);
+        let args = if op.combine.is_some() {
+            Elementwise::<X, X, D>::binary(
+                xt,
+                Broadcast::tensor(Tensor::new(&y_view, view.shape).with_strides(sb, sr)),
+                dt,
+            )
+        } else {
+            Elementwise::unary(xt, dt)
+        };
+        elementwise::launch(
+            kernel,
+            stream,
+            args.alpha(alpha).beta(beta).scale(scale).slope(slope),
+        )?;
+    }
     let got = stream.clone_dtoh(&d)?;
     let s = view.shape;
     let mut touched = vec![false; n];
     for b in 0..s.batch {
         for r in 0..s.rows {
             for c in 0..s.cols {
-                let at = b * sb + r * sr + c;
+                let at = view.offset + b * sb + r * sr + c;
                 touched[at] = true;
                 let v = combine(op.combine, alpha * xh[at].to_f64(), beta * yh[at].to_f64());
                 let exact = scale * activate(op.activation, v, slope);
@@ -299,21 +310,50 @@ fn every_kernel(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
         View {
             shape: Shape::new(2, 3, 37),
             strides: [3 * 41 + 5, 41],
+            offset: 0,
         },
         // Contiguous: merged into one row, the vector entry.
         View {
             shape: Shape::new(2, 8, 64),
             strides: [512, 64],
+            offset: 0,
         },
         // Padded but vector-aligned rows: the vector entry over rows.
         View {
             shape: Shape::new(1, 5, 32),
             strides: [0, 48],
+            offset: 0,
         },
         // Contiguous over several blocks, the last one partial.
         View {
             shape: Shape::new(1, 3, 4104),
             strides: [0, 4104],
+            offset: 0,
+        },
+        // Contiguous, 222 elements: whole vectors, then a tail of up to 15 elements one by one.
+        View {
+            shape: Shape::new(2, 3, 37),
+            strides: [111, 37],
+            offset: 0,
+        },
+        // Shorter than any vector: the tail alone.
+        View {
+            shape: Shape::new(1, 1, 1),
+            strides: [0, 1],
+            offset: 0,
+        },
+        // Padded rows of ragged width, wide enough for the scalar entry's Rows walk (a row of
+        // blocks per row, several blocks across).
+        View {
+            shape: Shape::new(2, 2, 2100),
+            strides: [2 * 2101 + 3, 2101],
+            offset: 0,
+        },
+        // One row starting one element past an aligned address: the scalar entry, indexed linearly.
+        View {
+            shape: Shape::new(1, 2, 4099),
+            strides: [0, 4099],
+            offset: 1,
         },
     ];
     // General scalars, and alpha = beta = scale = 1, which the vector entry computes apart.
@@ -339,47 +379,52 @@ fn every_kernel(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
 
 fn broadcasts(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     let stream = ctx.default_stream();
-    let (batch, rows, cols) = (3usize, 5usize, 72usize);
-    let shape = Shape::new(batch, rows, cols);
-    let n = batch * rows * cols;
-    let xh: Vec<f32> = (0..n).map(|i| value(i, 1)).collect();
-    let yh: Vec<f32> = (0..rows * cols).map(|i| value(i, 2)).collect();
-    let x = stream.clone_htod(&xh)?;
-    let y = stream.clone_htod(&yh)?;
-    // (name, y strides, how y's element for (b, r, c) is found)
-    type At = fn(usize, usize, usize) -> usize;
-    let cases: [(&str, [usize; 3], At); 5] = [
-        ("row", [0, 0, 1], |_, _, c| c),
-        ("column", [0, 1, 0], |_, r, _| r),
-        ("scalar", [0, 0, 0], |_, _, _| 0),
-        ("matrix per batch", [0, 72, 1], |_, r, c| r * 72 + c),
-        ("transposed", [0, 1, 5], |_, r, c| c * 5 + r),
-    ];
-    for (name, strides, at) in cases {
-        for combine in [Combine::Max, Combine::Sub] {
-            let mut d = stream.alloc_zeros::<f32>(n)?;
-            let y = match name {
-                "row" => Broadcast::row(&y),
-                "column" => Broadcast::column(&y),
-                "scalar" => Broadcast::scalar(&y),
-                _ => Broadcast::strided(&y, strides),
-            };
-            let args = Elementwise::binary(Tensor::new(&x, shape), y, TensorMut::new(&mut d, shape))
-                .alpha(2.0)
-                .beta(0.5);
-            let kernel = elementwise::run(&stream, Op::binary(combine), args)?;
-            let got = stream.clone_dtoh(&d)?;
-            for b in 0..batch {
-                for r in 0..rows {
-                    for c in 0..cols {
-                        let i = (b * rows + r) * cols + c;
-                        let want = combine_f32(combine, 2.0 * xh[i], 0.5 * yh[at(b, r, c)]);
-                        if got[i] != want {
-                            return Err(format!(
-                                "{} with y {name}: d[{b},{r},{c}] = {} not {want}",
-                                kernel.name, got[i]
-                            )
-                            .into());
+    // 72 columns: whole vectors in every row; 73: ragged rows (the scalar entry) and, where the
+    // view merges into one row (a scalar y), whole vectors and a tail; 1031: ragged rows wide
+    // enough for the scalar entry's Rows walk.
+    for cols in [72usize, 73, 1031] {
+        let (batch, rows) = (3usize, 5usize);
+        let shape = Shape::new(batch, rows, cols);
+        let n = batch * rows * cols;
+        let xh: Vec<f32> = (0..n).map(|i| value(i, 1)).collect();
+        let yh: Vec<f32> = (0..rows * cols).map(|i| value(i, 2)).collect();
+        let x = stream.clone_htod(&xh)?;
+        let y = stream.clone_htod(&yh)?;
+        // (name, y strides, how y's element for (b, r, c) is found)
+        type At<'a> = &'a dyn Fn(usize, usize, usize) -> usize;
+        let cases: [(&str, [usize; 3], At); 5] = [
+            ("row", [0, 0, 1], &|_, _, c| c),
+            ("column", [0, 1, 0], &|_, r, _| r),
+            ("scalar", [0, 0, 0], &|_, _, _| 0),
+            ("matrix per batch", [0, cols, 1], &|_, r, c| r * cols + c),
+            ("transposed", [0, 1, 5], &|_, r, c| c * 5 + r),
+        ];
+        for (name, strides, at) in cases {
+            for combine in [Combine::Max, Combine::Sub] {
+                let mut d = stream.alloc_zeros::<f32>(n)?;
+                let y = match name {
+                    "row" => Broadcast::row(&y),
+                    "column" => Broadcast::column(&y),
+                    "scalar" => Broadcast::scalar(&y),
+                    _ => Broadcast::strided(&y, strides),
+                };
+                let args = Elementwise::binary(Tensor::new(&x, shape), y, TensorMut::new(&mut d, shape))
+                    .alpha(2.0)
+                    .beta(0.5);
+                let kernel = elementwise::run(&stream, Op::binary(combine), args)?;
+                let got = stream.clone_dtoh(&d)?;
+                for b in 0..batch {
+                    for r in 0..rows {
+                        for c in 0..cols {
+                            let i = (b * rows + r) * cols + c;
+                            let want = combine_f32(combine, 2.0 * xh[i], 0.5 * yh[at(b, r, c)]);
+                            if got[i] != want {
+                                return Err(format!(
+                                    "{} with y {name}: d[{b},{r},{c}] = {} not {want}",
+                                    kernel.name, got[i]
+                                )
+                                .into());
+                            }
                         }
                     }
                 }

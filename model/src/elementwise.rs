@@ -99,10 +99,12 @@ impl fmt::Display for ElementwiseOperation {
 }
 
 /// How an elementwise kernel is launched: `threads` per block, each moving `unroll` accesses of
-/// `vector_elements` elements per step of a grid-stride loop (the scalar entry: 1 element).
+/// `vector_elements` elements per step of a grid-stride loop, or in the scalar entry
+/// `scalar_unroll` accesses of one element (one access where it walks narrow ragged rows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ElementwiseDesign {
     pub threads: u32,
     pub unroll: u32,
     pub vector_elements: u32,
+    pub scalar_unroll: u32,
 }

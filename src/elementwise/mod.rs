@@ -9,8 +9,9 @@
 //! kernel of an [`Op`] and the arguments' types. Discovery is as for every operation:
 //! `REGISTRY.get_kernels(&ElementwiseProblem::…, filter)`.
 //!
-//! Contiguous operands are merged into one row and read 16 bytes at a time; ragged or misaligned
-//! views run the kernel's scalar entry. Conversions round to nearest; 8-bit floats saturate to
+//! Contiguous operands are merged into one row and read 16 bytes at a time, whatever its length
+//! (the last partial vector is done element by element in the same launch); padded rows that are
+//! not whole vectors, and misaligned addresses, run the kernel's scalar entry. Conversions round to nearest; 8-bit floats saturate to
 //! their largest finite value; integers are clamped to their range.
 
 mod plan;
@@ -456,7 +457,7 @@ pub fn launch<X: Element, Y: Element, D: Element>(
     unsafe {
         result::launch_kernel(
             function.function.cu_function(),
-            (plan.blocks, 1, 1),
+            (plan.grid[0], plan.grid[1], 1),
             (design.threads, 1, 1),
             0,
             stream.cu_stream(),

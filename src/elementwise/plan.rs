@@ -51,10 +51,12 @@ pub struct Params {
     pub beta: f64,
     pub scale: f64,
     pub activation_arg: f64,
+    /// Elements after the last whole vector of a one-row view (vector entry only).
+    pub tail: u64,
 }
 
 /// The size the glue's `static_assert` fixes.
-pub const PARAMS_BYTES: usize = 152;
+pub const PARAMS_BYTES: usize = 160;
 const _: () = assert!(std::mem::size_of::<Params>() == PARAMS_BYTES);
 
 /// One operand as the plan sees it: its address, its length in elements, its element size and
@@ -76,11 +78,14 @@ pub struct Scalars {
     pub activation_arg: f64,
 }
 
-/// A launch: Params, grid size (blocks of `design.threads`), and which entry.
+/// A launch: Params, grid (x, y) of blocks of `design.threads`, and which entry.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Plan {
     pub params: Params,
-    pub blocks: u32,
+    /// One row of blocks over the view (Linear and Flat walks of the glue), or, for the scalar
+    /// entry over rows at least two blocks wide, x over one row's columns and y over the rows (the
+    /// Rows walk: one division per row instead of two per element).
+    pub grid: [u32; 2],
     pub vector: bool,
     /// The view after merging: batch, rows, cols.
     pub shape: [usize; 3],
@@ -100,7 +105,7 @@ fn span(shape: [usize; 3], strides: [usize; 3]) -> Option<usize> {
 
 /// Plans `d = f(x, y)` over `shape` (batch, rows, cols); `Ok(None)` when there is nothing to do.
 /// The grid covers the view in one pass (measured faster on an H100 than one wave of blocks
-/// looping over it), up to 2^31 - 1 blocks.
+/// looping over it), up to 2^31 - 1 blocks across and 65535 rows of blocks.
 pub fn plan(
     shape: [usize; 3],
     x: Operand,
@@ -159,9 +164,13 @@ pub fn plan(
             _ => false,
         },
     };
-    let vector = v > 1 && cols % v == 0 && aligned(&x, xs) && aligned(&d, ds) && y_vector_ok;
+    // One row (every contiguous tensor) may end in a partial vector: the vector entry does those
+    // last elements one at a time. Rows of several must each be whole vectors.
+    let one_row = batch == 1 && rows == 1;
+    let vector = v > 1 && (one_row || cols % v == 0) && aligned(&x, xs) && aligned(&d, ds) && y_vector_ok;
     let per_access = if vector { v } else { 1 };
     let per_row = (cols / per_access) as u64;
+    let tail = (cols % per_access) as u64;
     let vectors = (batch as u64)
         .checked_mul(rows as u64)
         .and_then(|n| n.checked_mul(per_row))
@@ -172,8 +181,29 @@ pub fn plan(
             "the view [batch {batch}, rows {rows}, cols {cols}] is too large for one launch; split it"
         ));
     }
-    let per_block = (design.threads * design.unroll) as u64;
-    let blocks = vectors.div_ceil(per_block).clamp(1, i32::MAX as u64) as u32;
+    let unroll = if vector {
+        design.unroll
+    } else {
+        design.scalar_unroll
+    };
+    let per_block = (design.threads * unroll.max(1)) as u64;
+    let lines = (batch * rows) as u64;
+    // The Rows walk pays for its one division per row where rows fill two blocks; narrower rows
+    // would leave most of each block idle. The vector entry divides once per 16 bytes and runs at
+    // the copy's speed either way (H100), so it keeps the Flat walk.
+    // (Its blocks across must cover a row: the glue does not loop over columns.)
+    let across = per_row.div_ceil(per_block);
+    let grid = if !vector && lines > 1 && per_row >= 2 * design.threads as u64 && across <= i32::MAX as u64 {
+        [across as u32, lines.min(u16::MAX as u64) as u32]
+    } else if !(vector || one_row) {
+        // The scalar entry's Flat walk takes one access per thread (the glue says why).
+        [
+            vectors.div_ceil(design.threads as u64).clamp(1, i32::MAX as u64) as u32,
+            1,
+        ]
+    } else {
+        [vectors.div_ceil(per_block).clamp(1, i32::MAX as u64) as u32, 1]
+    };
     let stride = |s: usize| s as i64;
     let params = Params {
         x: x.address,
@@ -193,10 +223,11 @@ pub fn plan(
         beta: scalars.beta,
         scale: scalars.scale,
         activation_arg: scalars.activation_arg,
+        tail,
     };
     Ok(Some(Plan {
         params,
-        blocks,
+        grid,
         vector,
         shape,
     }))
@@ -239,6 +270,7 @@ mod tests {
         threads: 256,
         unroll: 4,
         vector_elements: 8,
+        scalar_unroll: 4,
     };
 
     fn operand(len: usize, strides: [usize; 3]) -> Operand {
@@ -285,7 +317,7 @@ mod tests {
         assert_eq!(p.shape, [1, 1, 1536]);
         assert!(p.vector);
         assert_eq!(p.params.vectors, 1536 / 8);
-        assert_eq!(p.blocks, 1);
+        assert_eq!(p.grid, [1, 1]);
     }
 
     #[test]
@@ -321,13 +353,90 @@ mod tests {
     }
 
     #[test]
-    fn ragged_or_misaligned_views_take_the_scalar_entry() {
+    fn one_row_of_any_length_takes_the_vector_entry_with_a_tail() {
         let c = [0, 63, 1];
         let p = plan([1, 5, 63], operand(315, c), None, operand(315, c), ONES, &DESIGN)
             .unwrap()
             .unwrap();
-        assert!(!p.vector);
+        assert!(p.vector);
         assert_eq!(p.shape, [1, 1, 315]);
+        assert_eq!((p.params.vectors, p.params.tail), (39, 3));
+        // Shorter than one vector: the tail alone, in one block.
+        let p = plan([1, 1, 5], operand(5, c), None, operand(5, c), ONES, &DESIGN)
+            .unwrap()
+            .unwrap();
+        assert!(p.vector);
+        assert_eq!((p.params.vectors, p.params.tail, p.grid), (0, 5, [1, 1]));
+    }
+
+    #[test]
+    fn the_scalar_entry_walks_wide_rows_with_a_row_of_blocks_each() {
+        // Ragged rows of 4099 (no vectors): x over 4099 / (256 · 4) columns, y over 2 × 3 rows.
+        let c = [3 * 4099, 4099, 1];
+        let mut x = operand(6 * 4099, c);
+        x.address += 2;
+        let p = plan(
+            [2, 3, 4099],
+            x,
+            None,
+            operand(6 * 4100, [3 * 4100, 4100, 1]),
+            ONES,
+            &DESIGN,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(!p.vector);
+        assert_eq!(p.grid, [5, 6]);
+        // Rows narrower than two blocks: one row of blocks over the whole view.
+        let p = plan(
+            [1, 100, 300],
+            operand(30100, [0, 301, 1]),
+            None,
+            operand(30100, [0, 301, 1]),
+            ONES,
+            &DESIGN,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.grid, [30000u64.div_ceil(256) as u32, 1]);
+        // More rows than a grid has: the blocks loop over them.
+        let p = plan(
+            [1, 70000, 600],
+            operand(70000 * 601, [0, 601, 1]),
+            None,
+            operand(70000 * 601, [0, 601, 1]),
+            ONES,
+            &DESIGN,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.grid, [1, 65535]);
+    }
+
+    #[test]
+    fn ragged_or_misaligned_views_take_the_scalar_entry() {
+        // Padded rows of 63: each would end in a partial vector.
+        let p = plan(
+            [1, 5, 63],
+            operand(320, [0, 64, 1]),
+            None,
+            operand(320, [0, 64, 1]),
+            ONES,
+            &DESIGN,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(!p.vector);
+        assert_eq!(p.shape, [1, 5, 63]);
+        assert_eq!(p.params.tail, 0);
+        // A misaligned start of one row.
+        let mut x = operand(316, [0, 0, 1]);
+        x.address += 2;
+        let p = plan([1, 1, 315], x, None, operand(315, [0, 0, 1]), ONES, &DESIGN)
+            .unwrap()
+            .unwrap();
+        assert!(!p.vector);
+        assert_eq!((p.params.vectors, p.params.tail), (315, 0));
         let mut x = operand(1000, [0, 72, 1]);
         x.address += 2;
         let p = plan([1, 4, 64], x, None, operand(1000, [0, 64, 1]), ONES, &DESIGN)

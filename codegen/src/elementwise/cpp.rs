@@ -43,16 +43,18 @@ fn kernel_text(kernel: &ElementwiseKernel) -> String {
     let op = &kernel.operation;
     let compute = cpp_type(op.compute());
     let combine = op.combine.map_or("None", |c| c.cpp());
+    let design = kernel.design();
     format!(
         "// {}\nCUTLASS_AOT_ELEMENTWISE({}, {}, {}, {}, {compute}, {}<{compute}>, \
-         cutlass_aot::elementwise::Combine::{combine}, {})\n",
+         cutlass_aot::elementwise::Combine::{combine}, {}, {})\n",
         op.formula(),
         kernel.rust_name,
         cpp_type(op.x),
         cpp_type(op.y.unwrap_or(op.x)),
         cpp_type(op.d),
         op.activation.cutlass_template(),
-        kernel.design().unroll,
+        design.unroll,
+        design.scalar_unroll,
     )
 }
 

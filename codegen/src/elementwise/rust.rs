@@ -37,6 +37,7 @@ pub fn kernel_module(kernel: &ElementwiseKernel, image: &Ident, built: bool) -> 
     let compute = dtype(op.compute());
     let design = kernel.design();
     let (threads, unroll, vector) = (design.threads, design.unroll, design.vector_elements);
+    let scalar_unroll = design.scalar_unroll;
     let x_type = rust_type(op.x);
     let y_type = rust_type(op.y.unwrap_or(op.x));
     let d_type = rust_type(op.d);
@@ -69,6 +70,7 @@ pub fn kernel_module(kernel: &ElementwiseKernel, image: &Ident, built: bool) -> 
                     threads: #threads,
                     unroll: #unroll,
                     vector_elements: #vector,
+                    scalar_unroll: #scalar_unroll,
                 }),
                 epilogue: ::cutlass_aot::model::EpilogueSpec {
                     kind: ::cutlass_aot::model::Epilogue::LinearCombination,

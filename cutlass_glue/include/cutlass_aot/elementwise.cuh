@@ -11,13 +11,17 @@
 // `cvt.rn.satfinite`), integers are clamped to their range.
 //
 // Each manifest kernel has two entries: `<name>_vector` moves 16-byte vectors (the host chooses it
-// where every extent, stride and address allows) and `<name>_scalar` one element at a time. The
+// where every extent, stride and address allows; a one-row view whose length is not a multiple of
+// the vector width has its last `tail` elements done one at a time by the grid's last block) and
+// `<name>_scalar` one element at a time (unaligned addresses, ragged rows). The
 // grid covers the view in one pass (the loop strides by the grid only past 2^31 blocks); each
 // thread loads `Unroll` accesses before it computes and stores any. The generator picks Unroll
 // by the activation's cost: 1 where it is a few compares and multiplies and the kernel is bound by
 // memory alone, 2 for those of one exp or tanh (sigmoid, silu, tanh, the tanh GELU), 4 for erf's
 // GELU, so loads stay in flight while it computes (on an H100, GELU in f16 at unroll 1 ran at 80 %
-// of torch's speed and at 4 at 100-102 %; SiLU in bf16 was best at 2).
+// of torch's speed and at 4 at 100-102 %; SiLU in bf16 was best at 2). The scalar entry moves one
+// element per access, so it unrolls further (4 light, 8 heavy) to keep as many bytes in flight:
+// ReLU over a misaligned contiguous f16 tensor ran at 1360 GB/s at 1 and 2700 at 4 (torch 2540).
 //
 // On the H100 these kernels issue nearly as many instructions as the memory allows, so the hot
 // path keeps them few: a view the host merged into one row (every contiguous tensor) is indexed
@@ -56,10 +60,12 @@ typedef struct cutlass_aot_elementwise_params {
   cutlass_aot_fast_div vectors_per_row;
   cutlass_aot_fast_div rows;
   double alpha, beta, scale, activation_arg;
+  // Elements after the last whole vector of a one-row view (vector entry only; below the width).
+  uint64_t tail;
 } cutlass_aot_elementwise_params;
 }
 
-static_assert(sizeof(cutlass_aot_elementwise_params) == 152,
+static_assert(sizeof(cutlass_aot_elementwise_params) == 160,
               "cutlass_aot_elementwise_params changed: update the runtime's elementwise::Params");
 
 namespace cutlass_aot {
@@ -171,122 +177,194 @@ CUTLASS_DEVICE cutlass::Array<T, V> store_array(const cutlass::Array<Compute, V>
   }
 }
 
+// d = scale · act(alpha·x ⊕ beta·y) for one access of V elements (y unused without a combine).
+template <class TD, class Compute, class Act, Combine C, bool Scaled, class TX, class TY, int V>
+CUTLASS_DEVICE cutlass::Array<TD, V> apply(const cutlass::Array<TX, V>& xs,
+                                           const cutlass::Array<TY, V>& ys,
+                                           const cutlass_aot_elementwise_params& p) {
+  constexpr bool kHasY = C != Combine::None;
+  const Compute alpha = static_cast<Compute>(p.alpha);
+  const Compute beta = static_cast<Compute>(p.beta);
+  const Compute scale = static_cast<Compute>(p.scale);
+  const Compute arg = static_cast<Compute>(p.activation_arg);
+  const cutlass::Array<Compute, V> xv = load_array<Compute>(xs);
+  cutlass::Array<Compute, V> yv;
+  if constexpr (kHasY) {
+    yv = load_array<Compute>(ys);
+  }
+  cutlass::Array<Compute, V> result;
+  CUTLASS_PRAGMA_UNROLL
+  for (int i = 0; i < V; ++i) {
+    Compute value = Scaled ? alpha * xv[i] : xv[i];
+    if constexpr (kHasY) {
+      value = combine<C>(value, Scaled ? beta * yv[i] : yv[i]);
+    }
+    const Compute activated = Activate<Act, Compute>()(value, arg);
+    result[i] = Scaled ? scale * activated : activated;
+  }
+  return store_array<TD>(result);
+}
+
+// How a thread finds its accesses. Linear: the view is one row, so an access's offset is its index
+// (every contiguous tensor). Rows: the grid's y dimension walks the view's rows and its x dimension
+// one row's columns, so the row's base offsets cost one division per row and thread, not two per
+// access (rows at least one block wide). Flat: the view is numbered as one sequence and each
+// access divides its index into batch, row and column (narrow rows, which Rows would leave most
+// of each block idle on). On an H100, f16 a + row-bias over 32743 × 4099 (the scalar entry) ran
+// at 860 GB/s Flat and 2170 GB/s Rows, torch 1490. Blocks are kThreads wide (the host launches
+// them so): a compile-time width saved a fifth of that time over blockDim.x.
+enum class Walk { Linear, Rows, Flat };
+
 // The body of both entries: V elements per access (1 for the scalar entry), Unroll accesses per
-// thread; Linear where the view is one row (offsets are the element index itself), Scaled unless
-// alpha, beta and scale are all 1.
+// thread, Scaled unless alpha, beta and scale are all 1.
 template <class TX, class TY, class TD, class Compute, class Act, Combine C, int V, int Unroll,
-          bool Linear, bool Scaled>
+          Walk W, bool Scaled>
 CUTLASS_DEVICE void run(const cutlass_aot_elementwise_params& p) {
   constexpr bool kHasY = C != Combine::None;
   using VecX = cutlass::AlignedArray<TX, V>;
   using VecY = cutlass::AlignedArray<TY, V>;
   using VecD = cutlass::AlignedArray<TD, V>;
-  const Compute alpha = static_cast<Compute>(p.alpha);
-  const Compute beta = static_cast<Compute>(p.beta);
-  const Compute scale = static_cast<Compute>(p.scale);
-  const Compute arg = static_cast<Compute>(p.activation_arg);
   const TX* x = static_cast<const TX*>(p.x);
   const TY* y = static_cast<const TY*>(p.y);
   TD* d = static_cast<TD*>(p.d);
-  const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x * Unroll;
-  for (uint64_t base = static_cast<uint64_t>(blockIdx.x) * blockDim.x * Unroll + threadIdx.x;
-       base < p.vectors; base += step) {
-    VecX xs[Unroll];
-    VecY ys[Unroll];
-    int64_t at_d[Unroll];
-    CUTLASS_PRAGMA_UNROLL
-    for (int u = 0; u < Unroll; ++u) {
-      const uint64_t v = base + static_cast<uint64_t>(u) * blockDim.x;
-      at_d[u] = -1;
-      if (v < p.vectors) {
-        if constexpr (Linear) {
-          // One row: x and d have unit stride, y unit stride or none (a scalar).
-          const int64_t at = static_cast<int64_t>(v) * V;
-          xs[u] = *reinterpret_cast<const VecX*>(x + at);
-          if constexpr (kHasY) {
-            if (p.y_col_stride != 0) {
-              ys[u] = *reinterpret_cast<const VecY*>(y + at * p.y_col_stride);
-            } else {
-              ys[u].fill(*y);
-            }
-          }
-          at_d[u] = at;
-        } else {
-          const uint64_t q = divide(v, p.vectors_per_row);
-          const int64_t col = static_cast<int64_t>(v - q * p.vectors_per_row.divisor) * V;
-          const uint64_t b = divide(q, p.rows);
-          const int64_t row = static_cast<int64_t>(q - b * p.rows.divisor);
-          const int64_t batch = static_cast<int64_t>(b);
-          xs[u] = *reinterpret_cast<const VecX*>(x + batch * p.x_batch_stride +
-                                                 row * p.x_row_stride + col);
-          if constexpr (kHasY) {
-            const int64_t at_y = batch * p.y_batch_stride + row * p.y_row_stride;
-            if (V == 1 || p.y_col_stride != 0) {
-              // The vector entry runs only with y_col_stride 0 or 1.
-              const int64_t offset = V == 1 ? col * p.y_col_stride : col;
-              ys[u] = *reinterpret_cast<const VecY*>(y + at_y + offset);
-            } else {
-              ys[u].fill(y[at_y]);
-            }
-          }
-          at_d[u] = batch * p.d_batch_stride + row * p.d_row_stride + col;
-        }
+  // The vector entry runs only with y's column stride 0 (y[at_y] broadcast) or 1.
+  const int64_t y_col_stride = p.y_col_stride;
+  VecX xs[Unroll];
+  VecY ys[Unroll];
+  // Access u: x at element offset at_x, y at at_y.
+  auto load = [&](int u, int64_t at_x, int64_t at_y) {
+    xs[u] = *reinterpret_cast<const VecX*>(x + at_x);
+    if constexpr (kHasY) {
+      if (V == 1 || y_col_stride != 0) {
+        ys[u] = *reinterpret_cast<const VecY*>(y + at_y);
+      } else {
+        ys[u].fill(y[at_y]);
       }
     }
+  };
+  // Every loaded access computed and stored at d + at_d_of(u) (negative: none), after all were
+  // loaded (their loads overlap).
+  auto store = [&](auto&& at_d_of) {
     CUTLASS_PRAGMA_UNROLL
     for (int u = 0; u < Unroll; ++u) {
-      if (at_d[u] >= 0) {
-        const cutlass::Array<Compute, V> xv = load_array<Compute>(xs[u]);
-        cutlass::Array<Compute, V> yv;
-        if constexpr (kHasY) {
-          yv = load_array<Compute>(ys[u]);
-        }
-        cutlass::Array<Compute, V> result;
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < V; ++i) {
-          Compute value = Scaled ? alpha * xv[i] : xv[i];
-          if constexpr (kHasY) {
-            value = combine<C>(value, Scaled ? beta * yv[i] : yv[i]);
-          }
-          const Compute activated = Activate<Act, Compute>()(value, arg);
-          result[i] = Scaled ? scale * activated : activated;
-        }
+      const int64_t at_d = at_d_of(u);
+      if (at_d >= 0) {
         VecD out;
-        static_cast<cutlass::Array<TD, V>&>(out) = store_array<TD>(result);
-        *reinterpret_cast<VecD*>(d + at_d[u]) = out;
+        static_cast<cutlass::Array<TD, V>&>(out) =
+            apply<TD, Compute, Act, C, Scaled>(xs[u], ys[u], p);
+        *reinterpret_cast<VecD*>(d + at_d) = out;
       }
+    }
+  };
+  if constexpr (W == Walk::Rows) {
+    // The grid's x dimension covers a row (the host checks), so a thread's columns are fixed.
+    const uint64_t per_row = p.vectors_per_row.divisor;
+    const uint64_t base = static_cast<uint64_t>(blockIdx.x) * kThreads * Unroll + threadIdx.x;
+    if (base >= per_row) {
+      return;
+    }
+    const uint64_t lines = divide(p.vectors, p.vectors_per_row);  // batch × rows
+    for (uint64_t line = blockIdx.y; line < lines; line += gridDim.y) {
+      const uint64_t b = divide(line, p.rows);
+      const int64_t row = static_cast<int64_t>(line - b * p.rows.divisor);
+      const int64_t batch = static_cast<int64_t>(b);
+      const int64_t row_x = batch * p.x_batch_stride + row * p.x_row_stride;
+      const int64_t row_y = batch * p.y_batch_stride + row * p.y_row_stride;
+      CUTLASS_PRAGMA_UNROLL
+      for (int u = 0; u < Unroll; ++u) {
+        const uint64_t v = base + static_cast<uint64_t>(u) * kThreads;
+        if (v < per_row) {
+          const int64_t col = static_cast<int64_t>(v) * V;
+          load(u, row_x + col, row_y + col * y_col_stride);
+        }
+      }
+      // d's offsets recomputed, not kept: registers are this walk's limit on occupancy.
+      const int64_t row_d = batch * p.d_batch_stride + row * p.d_row_stride;
+      store([&](int u) -> int64_t {
+        const uint64_t v = base + static_cast<uint64_t>(u) * kThreads;
+        return v < per_row ? row_d + static_cast<int64_t>(v) * V : -1;
+      });
+    }
+  } else {
+    const uint64_t step = static_cast<uint64_t>(gridDim.x) * kThreads * Unroll;
+    for (uint64_t base = static_cast<uint64_t>(blockIdx.x) * kThreads * Unroll + threadIdx.x;
+         base < p.vectors; base += step) {
+      int64_t at_d[Unroll];
+      CUTLASS_PRAGMA_UNROLL
+      for (int u = 0; u < Unroll; ++u) {
+        const uint64_t v = base + static_cast<uint64_t>(u) * kThreads;
+        at_d[u] = -1;
+        if (v < p.vectors) {
+          if constexpr (W == Walk::Linear) {
+            const int64_t at = static_cast<int64_t>(v) * V;
+            load(u, at, at * y_col_stride);
+            at_d[u] = at;
+          } else {
+            const uint64_t q = divide(v, p.vectors_per_row);
+            const int64_t col = static_cast<int64_t>(v - q * p.vectors_per_row.divisor) * V;
+            const uint64_t b = divide(q, p.rows);
+            const int64_t row = static_cast<int64_t>(q - b * p.rows.divisor);
+            const int64_t batch = static_cast<int64_t>(b);
+            load(u, batch * p.x_batch_stride + row * p.x_row_stride + col,
+                 batch * p.y_batch_stride + row * p.y_row_stride + col * y_col_stride);
+            at_d[u] = batch * p.d_batch_stride + row * p.d_row_stride + col;
+          }
+        }
+      }
+      store([&](int u) { return at_d[u]; });
+    }
+  }
+  if constexpr (W == Walk::Linear && V > 1) {
+    // A one-row view's last (< V) elements, one per thread of the last block.
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x < p.tail) {
+      const uint64_t at = p.vectors * V + threadIdx.x;
+      cutlass::Array<TX, 1> xe;
+      cutlass::Array<TY, 1> ye;
+      xe[0] = x[at];
+      if constexpr (kHasY) {
+        ye[0] = y[at * y_col_stride];
+      }
+      d[at] = apply<TD, Compute, Act, C, Scaled>(xe, ye, p)[0];
     }
   }
 }
 
-// The vector entry's bodies, by tests every thread of the grid answers alike: a one-row view with
-// alpha, beta and scale all 1 (a plain activation, sum or conversion) skips their multiplies too.
+// Both entries' bodies, by tests every thread of the grid answers alike: the host launches a grid
+// of several rows of blocks for the Rows walk (the scalar entry's only: the vector entry runs at
+// the copy's speed without it, and a walk it does not need would cost it registers, so
+// occupancy), and a one-row view with alpha, beta and scale all 1 (a plain activation, sum or
+// conversion) skips their multiplies too.
 template <class TX, class TY, class TD, class Compute, class Act, Combine C, int V, int Unroll>
-CUTLASS_DEVICE void run_vector(const cutlass_aot_elementwise_params& p) {
+CUTLASS_DEVICE void run_entry(const cutlass_aot_elementwise_params& p) {
   if (p.rows.divisor == 1 && p.vectors_per_row.divisor == p.vectors) {
     if (p.alpha == 1.0 && p.beta == 1.0 && p.scale == 1.0) {
-      run<TX, TY, TD, Compute, Act, C, V, Unroll, true, false>(p);
+      run<TX, TY, TD, Compute, Act, C, V, Unroll, Walk::Linear, false>(p);
     } else {
-      run<TX, TY, TD, Compute, Act, C, V, Unroll, true, true>(p);
+      run<TX, TY, TD, Compute, Act, C, V, Unroll, Walk::Linear, true>(p);
     }
+  } else if (V == 1 && gridDim.y > 1) {
+    run<TX, TY, TD, Compute, Act, C, V, Unroll, Walk::Rows, true>(p);
   } else {
-    run<TX, TY, TD, Compute, Act, C, V, Unroll, false, true>(p);
+    // The scalar entry's Flat walk (narrow ragged rows) takes one access per thread: its two 64-bit
+    // divisions per access would otherwise set the registers, so the occupancy, of every walk.
+    run<TX, TY, TD, Compute, Act, C, V, V == 1 ? 1 : Unroll, Walk::Flat, true>(p);
   }
 }
 
 }  // namespace elementwise
 }  // namespace cutlass_aot
 
-// The two entries of one kernel; UNROLL is the generator's (the runtime sizes the grid by it).
-#define CUTLASS_AOT_ELEMENTWISE(NAME, TX, TY, TD, COMPUTE, ACT, COMBINE, UNROLL)                  \
+// The two entries of one kernel; UNROLL and SCALAR_UNROLL (accesses per thread of the vector and
+// the scalar entry) are the generator's, and the runtime sizes the grid by them.
+#define CUTLASS_AOT_ELEMENTWISE(NAME, TX, TY, TD, COMPUTE, ACT, COMBINE, UNROLL, SCALAR_UNROLL)   \
   extern "C" __global__ void __launch_bounds__(cutlass_aot::elementwise::kThreads)               \
       NAME##_vector(const cutlass_aot_elementwise_params p) {                                    \
     constexpr int kBytes = sizeof(TX) > sizeof(TD) ? sizeof(TX) : sizeof(TD);                    \
     constexpr int kWidest = kBytes > sizeof(TY) ? kBytes : sizeof(TY);                           \
-    cutlass_aot::elementwise::run_vector<TX, TY, TD, COMPUTE, ACT, COMBINE, 16 / kWidest, UNROLL>( \
+    cutlass_aot::elementwise::run_entry<TX, TY, TD, COMPUTE, ACT, COMBINE, 16 / kWidest, UNROLL>( \
         p);                                                                                      \
   }                                                                                              \
   extern "C" __global__ void __launch_bounds__(cutlass_aot::elementwise::kThreads)               \
       NAME##_scalar(const cutlass_aot_elementwise_params p) {                                    \
-    cutlass_aot::elementwise::run<TX, TY, TD, COMPUTE, ACT, COMBINE, 1, UNROLL, false, true>(p); \
+    cutlass_aot::elementwise::run_entry<TX, TY, TD, COMPUTE, ACT, COMBINE, 1, SCALAR_UNROLL>(p);  \
   }
