@@ -206,13 +206,14 @@ CUTLASS_DEVICE cutlass::Array<TD, V> apply(const cutlass::Array<TX, V>& xs,
 }
 
 // How a thread finds its accesses. Linear: the view is one row, so an access's offset is its index
-// (every contiguous tensor). Rows: the grid's y dimension walks the view's rows and its x dimension
-// one row's columns, so the row's base offsets cost one division per row and thread, not two per
-// access (rows at least one block wide). Flat: the view is numbered as one sequence and each
-// access divides its index into batch, row and column (narrow rows, which Rows would leave most
-// of each block idle on). On an H100, f16 a + row-bias over 32743 × 4099 (the scalar entry) ran
-// at 860 GB/s Flat and 2170 GB/s Rows, torch 1490. Blocks are kThreads wide (the host launches
-// them so): a compile-time width saved a fifth of that time over blockDim.x.
+// (every contiguous tensor). Rows (the scalar entry, rows at least two blocks wide): the grid's y
+// dimension walks the view's rows and its x dimension covers one row's columns, so a row's base
+// offsets cost one division per row and thread, not two per access. Flat: the view is numbered as
+// one sequence and each access divides its index into batch, row and column (the vector entry,
+// which divides once per 16 bytes, and narrow rows, on which Rows would leave most of each block
+// idle). On an H100, f16 x + row-bias over 32743 rows of 4099 (the scalar entry) ran at 710 GB/s
+// Flat and 1690 GB/s Rows, torch 1580. Blocks are kThreads wide (the host launches them so): in
+// a tuning harness, a compile-time width saved a fifth of the Rows walk's time over blockDim.x.
 enum class Walk { Linear, Rows, Flat };
 
 // The body of both entries: V elements per access (1 for the scalar entry), Unroll accesses per
