@@ -91,6 +91,15 @@ pub struct Plan {
     pub shape: [usize; 3],
 }
 
+/// How the glue's threads find their accesses (its `Walk`); the device picks the same one from
+/// Params and the grid's shape, the host sizes the grid by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walk {
+    Linear,
+    Rows,
+    Flat,
+}
+
 /// Elements an operand of `strides` spans over `shape` (0 for an empty shape).
 fn span(shape: [usize; 3], strides: [usize; 3]) -> Option<usize> {
     if shape.contains(&0) {
@@ -181,28 +190,34 @@ pub fn plan(
             "the view [batch {batch}, rows {rows}, cols {cols}] is too large for one launch; split it"
         ));
     }
+    // The glue's walk (its header says how each finds its accesses), as the device will choose
+    // it: one row is Linear; the scalar entry takes Rows over rows that fill two blocks (narrower
+    // ones would leave most of each block idle), where its blocks across cover a row (the glue
+    // does not loop over columns); the rest is Flat. The vector entry divides once per 16 bytes
+    // and runs at the copy's speed either way (H100), so it keeps Flat.
     let unroll = if vector {
         design.unroll
     } else {
         design.scalar_unroll
     };
     let per_block = (design.threads * unroll.max(1)) as u64;
-    let lines = (batch * rows) as u64;
-    // The Rows walk pays for its one division per row where rows fill two blocks; narrower rows
-    // would leave most of each block idle. The vector entry divides once per 16 bytes and runs at
-    // the copy's speed either way (H100), so it keeps the Flat walk.
-    // (Its blocks across must cover a row: the glue does not loop over columns.)
     let across = per_row.div_ceil(per_block);
-    let grid = if !vector && lines > 1 && per_row >= 2 * design.threads as u64 && across <= i32::MAX as u64 {
-        [across as u32, lines.min(u16::MAX as u64) as u32]
-    } else if !(vector || one_row) {
-        // The scalar entry's Flat walk takes one access per thread (the glue says why).
-        [
-            vectors.div_ceil(design.threads as u64).clamp(1, i32::MAX as u64) as u32,
-            1,
-        ]
+    let walk = if one_row {
+        Walk::Linear
+    } else if !vector && per_row >= 2 * design.threads as u64 && across <= i32::MAX as u64 {
+        Walk::Rows
     } else {
-        [vectors.div_ceil(per_block).clamp(1, i32::MAX as u64) as u32, 1]
+        Walk::Flat
+    };
+    let blocks = |per_block: u64| vectors.div_ceil(per_block).clamp(1, i32::MAX as u64) as u32;
+    let grid = match walk {
+        Walk::Rows => {
+            let lines = (batch * rows) as u64;
+            [across as u32, lines.min(u16::MAX as u64) as u32]
+        }
+        // The scalar entry's Flat walk takes one access per thread (the glue says why).
+        Walk::Flat if !vector => [blocks(design.threads as u64), 1],
+        _ => [blocks(per_block), 1],
     };
     let stride = |s: usize| s as i64;
     let params = Params {
