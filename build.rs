@@ -1,6 +1,6 @@
 //! Builds the kernels of `kernel_manifest.yaml` into this crate (see `codegen/` for the pipeline),
-//! with the dispatch tables the profiler measured (every `bench/dispatch/*.tsv`, one per device, see
-//! `cutlass_aot::dispatch`).
+//! with the selection tables the sweeps measured (every `bench/dispatch/*.tsv`, see
+//! `cutlass_aot::select`).
 fn main() {
     let summary = cutlass_aot_build::run_build_script(
         cutlass_aot_build::Builder::new("kernel_manifest.yaml")

@@ -32,6 +32,7 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use cutlass_aot::conv::{self, Conv2dProblem, ConvGeometry, ConvOperands, TensorOperand};
 use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{ConvKind, DType};
+use cutlass_aot::select::{Row, Table};
 use cutlass_aot::{verify, KernelInfo};
 
 use common::{address, device_name, time_launches, utc_date, JsonRecord, Spinner};
@@ -318,19 +319,14 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
     // Every way timed on the problems whose fastest way passed its spot check: the fastest serves
     // the problem itself, the rest calibrate the cost model for problems the table lacks.
     let verified: Vec<&Measured> = measured.iter().filter(|m| m.best.3).collect();
-    let entries: Vec<conv::dispatch::Entry> = verified.iter().flat_map(|m| entries_of(m)).collect();
-    let entries: &'static [conv::dispatch::Entry] = Box::leak(entries.into_boxed_slice());
-    let table = conv::dispatch::Table::new(device.clone().leak(), date.clone().leak(), entries);
+    let entries: Vec<Row> = verified.iter().flat_map(|m| entries_of(m)).collect();
+    let entries: &'static [Row] = Box::leak(entries.into_boxed_slice());
+    let table = Table::new(device.clone().leak(), date.clone().leak(), entries);
     if let Some(path) = &o.dispatch_out {
-        let mut text = format!(
-            "# cutlass-aot conv dispatch table\n# device: {device}\n# date: {date}\n\
-             # columns: kind a b c n h w c k r s pad_h pad_w stride_h stride_w dilation_h dilation_w kernel split_k us\n"
-        );
-        for m in &verified {
-            for &(kernel, slices, us) in &m.timed {
-                text.push_str(&table_row(&m.problem, kernel, slices, us));
-                text.push('\n');
-            }
+        let mut text = cutlass_aot::select::table::tsv_header(&device, &date);
+        for row in entries {
+            text.push_str(&row.tsv_line());
+            text.push('\n');
         }
         std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))?;
         eprintln!(
@@ -344,13 +340,9 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
     // problem the table has not seen: the cost model calibrated on the other problems).
     for m in &measured {
         let b = pools.iter().find(|b| b.dtype == m.problem.elements.0).unwrap();
-        let others: Vec<conv::dispatch::Entry> = entries
-            .iter()
-            .filter(|e| !e.measures(&m.problem))
-            .copied()
-            .collect();
-        let others =
-            conv::dispatch::Table::new(table.device, table.date, Box::leak(others.into_boxed_slice()));
+        let key = conv::dispatch::key_of(&m.problem);
+        let others: Vec<Row> = entries.iter().filter(|e| e.key != key).copied().collect();
+        let others = Table::new(table.device, table.date, Box::leak(others.into_boxed_slice()));
         let dispatched = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &table);
         let unseen = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &others);
         let record = record_of(m, &dispatched, &unseen, &device, &date);
@@ -394,25 +386,12 @@ fn buffers(
     })
 }
 
-/// A measured problem's dispatch table rows: every way timed.
-fn entries_of(m: &Measured) -> Vec<conv::dispatch::Entry> {
-    let p = &m.problem;
+/// A measured problem's table rows: every way timed.
+fn entries_of(m: &Measured) -> Vec<Row> {
+    let key = conv::dispatch::key_of(&m.problem);
     m.timed
         .iter()
-        .map(|&(kernel, split_k, us)| conv::dispatch::Entry {
-            signature: conv::dispatch::ConvSignature {
-                kind: p.kind,
-                elements: p.elements,
-            },
-            activation: [p.n, p.h, p.w, p.c],
-            filter: [p.k, p.r, p.s],
-            pad: p.pad,
-            stride: p.stride,
-            dilation: p.dilation,
-            kernel,
-            split_k,
-            us,
-        })
+        .map(|&(kernel, split_k, us)| Row::new(key, kernel, split_k, Default::default(), us))
         .collect()
 }
 
@@ -511,7 +490,7 @@ fn record_of(
 /// The fastest kernel of a problem: (kernel, split-K slices, µs, spot check passed, launches tried).
 type Best = (&'static KernelInfo, usize, f64, bool, usize);
 
-/// Times every way dispatch may run `problem` (`conv::dispatch::options`): the fastest (kernel,
+/// Times every way dispatch may run `problem` (`conv::ways::candidates`): the fastest (kernel,
 /// µs, spot check passed, kernels tried) and every time, or `None` when nothing supports it.
 fn measure(
     ctx: &Arc<CudaContext>,
@@ -555,13 +534,12 @@ fn measure(
     let mut p = *problem;
     p.compute_capability = Some(props.compute_capability);
     p.addresses = Some([ops.a.address, ops.b.address, ops.d.address, ops.d.address]);
-    for (info, slices) in conv::dispatch::options(&REGISTRY, &p, &ops) {
-        let route = if info.operation.conv().is_some() {
-            ""
-        } else {
-            " (as a GEMM)"
+    for way in conv::ways::candidates(&REGISTRY, &p, &ops) {
+        let route = match way.way {
+            conv::ways::ConvWay::Direct => "",
+            conv::ways::ConvWay::AsGemm => " (as a GEMM)",
         };
-        time(info, slices, route);
+        time(way.kernel, way.split_k, route);
     }
     let Some((info, slices, us)) = best else {
         return Ok(None);
@@ -572,40 +550,6 @@ fn measure(
         .map_err(|e| e.to_string())?;
     let verified = check_output(stream, b, problem)?;
     Ok(Some(((info, slices, us, verified, tried), timed)))
-}
-
-/// One conv dispatch table row (see `--dispatch-out`).
-fn table_row(p: &Conv2dProblem, kernel: &KernelInfo, slices: usize, us: f64) -> String {
-    let (a, b, c) = p.elements;
-    let fields: Vec<String> = [
-        p.kind.manifest_name().to_string(),
-        a.manifest_name().into(),
-        b.manifest_name().into(),
-        c.manifest_name().into(),
-    ]
-    .into_iter()
-    .chain(
-        [
-            p.n,
-            p.h,
-            p.w,
-            p.c,
-            p.k,
-            p.r,
-            p.s,
-            p.pad[0],
-            p.pad[1],
-            p.stride[0],
-            p.stride[1],
-            p.dilation[0],
-            p.dilation[1],
-        ]
-        .iter()
-        .map(|v| v.to_string()),
-    )
-    .chain([kernel.name.to_string(), slices.to_string(), format!("{us:.2}")])
-    .collect();
-    fields.join("\t")
 }
 
 /// A dispatched run of a problem: time, route, kernel, spot check.
@@ -626,7 +570,7 @@ fn measure_dispatch(
     o: &Options,
     b: &Buffers,
     problem: &Conv2dProblem,
-    table: &conv::dispatch::Table,
+    table: &Table,
 ) -> Result<DispatchedRun, String> {
     let ops = operands(stream, b, problem)?;
     let signature = conv::dispatch::ConvSignature {

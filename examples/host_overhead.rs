@@ -11,7 +11,11 @@
 //!   kernel per schedule / epilogue schedule / tile scheduler / cluster kind;
 //! * `typed`: `kernels::gemm_f16_tn::run` (typed views, the same checks, then the raw path);
 //! * `plan`: `gemm::plan` alone (argument checks, ABI arguments), no launch;
-//! * `plan_prepare`: `gemm::plan` + `KernelInfo::prepare` — the whole pure-CPU part, no launch.
+//! * `plan_prepare`: `gemm::plan` + `KernelInfo::prepare` — the whole pure-CPU part, no launch;
+//! * `dispatch`: `dispatch::launch_raw` on the first kernel's buffers (decision from the memo,
+//!   Params built per call);
+//! * `dispatch_plan`: a `dispatch::Plan` of the same problem launched again and again (Params
+//!   built once): what a serving loop or a CUDA-graph capture runs.
 //!
 //! Method: host time (`Instant`) of batches of `--calls` calls (default 100, well inside the
 //! driver's launch queue), the stream synchronised between batches (not timed); `--batches`
@@ -509,6 +513,63 @@ fn run(ctx: &Arc<CudaContext>, o: &Options, kernels: &[&'static KernelInfo]) -> 
                 std::hint::black_box(&prepared);
                 Ok(())
             }),
+            per_call_us: Vec::new(),
+            error: None,
+        });
+    }
+
+    // Dispatch as a user calls it (decision from the memo, Params built per call) and a dispatch
+    // plan launched again and again (Params built once), over the first kernel's buffers.
+    if let Some(b) = buffers.first() {
+        let operands = b.operands(&stream);
+        let g = b.info.gemm();
+        let signature = cutlass_aot::dispatch::Signature {
+            element_a: g.a.element,
+            element_b: g.b.element,
+            element_c: g.c.element,
+            layout_a: g.a.layout,
+            layout_b: g.b.layout,
+            layout_c: g.c.layout,
+        };
+        let s = stream.clone();
+        // SAFETY: the buffers hold these element types and lengths and outlive the paths.
+        let launched = |p: &cutlass_aot::dispatch::Plan| p.dispatched().kernel.map_or("none", |k| k.name);
+        let mut plan = unsafe {
+            cutlass_aot::dispatch::plan_raw(
+                &REGISTRY,
+                kernels::TABLES,
+                &stream,
+                signature,
+                &operands,
+                Default::default(),
+            )
+        }
+        .map_err(|e| e.to_string())?;
+        let (chosen, chosen_rust) = (
+            launched(&plan),
+            plan.dispatched().kernel.map_or("none", |k| k.rust_name),
+        );
+        paths.push(Path {
+            path: "dispatch",
+            kernel: chosen,
+            rust_name: chosen_rust,
+            extents: Some(extents),
+            call: Box::new(move || {
+                unsafe { cutlass_aot::dispatch::launch_raw(&s, signature, &operands, Default::default()) }
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }),
+            per_call_us: Vec::new(),
+            error: None,
+        });
+        let s = stream.clone();
+        paths.push(Path {
+            path: "dispatch_plan",
+            kernel: chosen,
+            rust_name: chosen_rust,
+            extents: Some(extents),
+            // SAFETY: as above; the plan runs on one stream.
+            call: Box::new(move || unsafe { plan.launch_raw(&s, &operands) }.map_err(|e| e.to_string())),
             per_call_us: Vec::new(),
             error: None,
         });

@@ -752,46 +752,32 @@ fn json_row(row: &Row, run: &RunInfo) -> String {
     r.finish()
 }
 
-/// The dispatch table's column header.
-const DISPATCH_COLUMNS: &str = "# columns: a b c layout m n k batch kernel split_k raster swizzle us";
-
-/// The dispatch table: per (operand types, shape), the fastest verified row over every kernel,
-/// split-K count, raster and swizzle (ties: the first measured).
+/// The selection table (`cutlass_aot::select`): every verified way timed (kernel, split-K,
+/// raster and swizzle) on every shape, the fastest time of each; sorted by line.
 fn dispatch_tsv(run: &RunInfo, rows: &[Row]) -> String {
-    let mut best: BTreeMap<(Types, Extents), (f64, &Row)> = BTreeMap::new();
+    let mut best: BTreeMap<String, f64> = BTreeMap::new();
     for row in rows.iter().filter(|r| r.verified()) {
         let Outcome::Ran(m) = &row.outcome else { continue };
-        let us = m.timing.median_us;
-        let slot = best
-            .entry((Types::of(row.info), row.extents))
-            .or_insert((us, row));
-        if us < slot.0 {
-            *slot = (us, row);
-        }
+        let t = Types::of(row.info);
+        let e = row.extents;
+        let key = cutlass_aot::select::Key::new(
+            "gemm",
+            [t.a, t.b, t.c],
+            Some([t.layout_a, t.layout_b, t.layout_c]),
+            &[e.m, e.n, e.k, e.batch],
+        );
+        // The line without its time identifies the way.
+        let line = cutlass_aot::select::Row::new(key, row.info, row.split_k, row.tuning, 0.0).tsv_line();
+        let way = line
+            .rsplit_once('\t')
+            .map_or(line.clone(), |(way, _)| way.to_string());
+        let us = m.timing.median_us.max(0.01);
+        let slot = best.entry(way).or_insert(us);
+        *slot = slot.min(us);
     }
-    let mut out = String::new();
-    out.push_str("# cutlass-aot dispatch table\n");
-    out.push_str(&format!("# device: {}\n", run.device));
-    out.push_str(&format!("# date: {}\n", run.date));
-    out.push_str(DISPATCH_COLUMNS);
-    out.push('\n');
-    for ((t, e), (us, row)) in best {
-        out.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.2}\n",
-            t.a,
-            t.b,
-            t.c,
-            t.layout_letters(),
-            e.m,
-            e.n,
-            e.k,
-            e.batch,
-            row.info.name,
-            row.split_k,
-            raster_name(row.tuning.raster),
-            row.tuning.max_swizzle,
-            us.max(0.01)
-        ));
+    let mut out = cutlass_aot::select::table::tsv_header(&run.device, &run.date);
+    for (way, us) in best {
+        out.push_str(&format!("{way}\t{us:.2}\n"));
     }
     out
 }
@@ -1649,139 +1635,45 @@ mod tests {
 
     #[test]
     fn dispatch_table_format() {
-        let all = REGISTRY.all();
-        let k0 = all[0];
-        // A second kernel with the same types and layouts, if the manifest has one.
-        let twin = all[1..].iter().copied().find(|k| Types::of(k) == Types::of(k0));
+        let k0 = REGISTRY.all()[0];
         let big = e(4096, 4096, 4096, 1);
-        let small = e(128, 128, 64, 2);
         let deep = e(64, 64, 8192, 1);
         let tuned = Tuning {
             raster: Raster::AlongN,
             max_swizzle: 4,
         };
-        let mut rows = vec![
+        let rows = vec![
             ran(k0, big, 300.0, 1e-4),
-            ran(k0, small, 5.0, 1.0), // failed verification: not eligible
-            ran_tuned(k0, big, 1, tuned, 280.0, 1e-4), // a tuning wins
-            ran_tuned(k0, big, 2, Tuning::default(), 290.0, 1e-4), // split-K rows compete too
+            ran(k0, e(128, 128, 64, 2), 5.0, 1.0), // failed verification: not written
+            ran_tuned(k0, big, 1, tuned, 280.0, 1e-4),
+            ran_tuned(k0, big, 1, tuned, 285.0, 1e-4), // the same way again: its fastest time
             ran_split(k0, deep, 8, 9.0, 1e-4),
-            ran_split(k0, deep, 1, 12.0, 1e-4),
-            ran_tuned(k0, deep, 4, tuned, 9.0, 1e-4), // a tie: the first measured stays
+            Row {
+                info: k0,
+                extents: e(1, 1, 1, 1),
+                split_k: 1,
+                tuning: Tuning::default(),
+                outcome: Outcome::Failed("boom".into()),
+            },
         ];
-        if let Some(t) = twin {
-            rows.push(ran(t, big, 250.0, 1e-4));
-        }
-        rows.push(Row {
-            info: k0,
-            extents: e(1, 1, 1, 1),
-            split_k: 1,
-            tuning: Tuning::default(),
-            outcome: Outcome::Failed("boom".into()),
-        });
         let tsv = dispatch_tsv(&run_info(), &rows);
         let lines: Vec<&str> = tsv.lines().collect();
-        assert_eq!(lines[0], "# cutlass-aot dispatch table");
+        assert_eq!(lines[0], "# cutlass-aot selection table");
         assert_eq!(lines[1], "# device: NVIDIA H100 80GB HBM3");
         assert_eq!(lines[2], "# date: 2026-11-22");
         assert_eq!(
             lines[3],
-            "# columns: a b c layout m n k batch kernel split_k raster swizzle us"
+            "# columns: op a b c layout dims kernel split_k raster swizzle us"
         );
-        assert_eq!(lines.len(), 6, "{tsv}");
-        let types = [
-            k0.gemm().a.element.manifest_name(),
-            k0.gemm().b.element.manifest_name(),
-            k0.gemm().c.element.manifest_name(),
-        ];
-        let layout = common::layout_abc(k0);
-        // Sorted by types, layout, then shape: 64x64x8192 before 4096^3.
-        let deep_fields: Vec<&str> = lines[4].split('\t').collect();
-        assert_eq!(
-            deep_fields,
-            [
-                types[0],
-                types[1],
-                types[2],
-                layout.as_str(),
-                "64",
-                "64",
-                "8192",
-                "1",
-                k0.name,
-                "8",
-                "auto",
-                "0",
-                "9.00"
-            ]
-        );
-        let fields: Vec<&str> = lines[5].split('\t').collect();
-        let best = match twin {
-            Some(t) => [t.name, "1", "auto", "0", "250.00"],
-            None => [k0.name, "1", "n", "4", "280.00"],
-        };
-        assert_eq!(fields.len(), 13);
-        assert_eq!(
-            fields[..8],
-            [
-                types[0],
-                types[1],
-                types[2],
-                layout.as_str(),
-                "4096",
-                "4096",
-                "4096",
-                "1"
-            ]
-        );
-        assert_eq!(fields[8..], best);
-        // Without a twin the tuned row wins over the default one.
-        let tsv = dispatch_tsv(&run_info(), &rows[..3]);
-        let last: Vec<&str> = tsv.lines().last().unwrap().split('\t').collect();
-        assert_eq!(last[8..], [k0.name, "1", "n", "4", "280.00"]);
+        assert_eq!(lines.len(), 7, "{tsv}");
+        let t = Types::of(k0);
+        let head = format!("gemm\t{}\t{}\t{}\t{}", t.a, t.b, t.c, t.layout_letters());
+        let body = &lines[4..];
+        assert!(body.contains(&format!("{head}\t4096,4096,4096,1\t{}\t1\tauto\t0\t300.00", k0.name).as_str()));
+        assert!(body.contains(&format!("{head}\t4096,4096,4096,1\t{}\t1\tn\t4\t280.00", k0.name).as_str()));
+        assert!(body.contains(&format!("{head}\t64,64,8192,1\t{}\t8\tauto\t0\t9.00", k0.name).as_str()));
         // Nothing verified: only the header.
         assert_eq!(dispatch_tsv(&run_info(), &rows[1..2]).lines().count(), 4);
-    }
-
-    /// What the profiler writes, the build reads: every row has 13 fields in the parser's
-    /// spellings (`raster` auto/m/n, `swizzle` 0/1/2/4/8, positive `split_k`).
-    #[test]
-    fn dispatch_rows_use_the_table_spellings() {
-        let k0 = REGISTRY.all()[0];
-        let mut rows = Vec::new();
-        for (i, raster) in [Raster::Heuristic, Raster::AlongM, Raster::AlongN]
-            .into_iter()
-            .enumerate()
-        {
-            for (j, max_swizzle) in SWIZZLES.into_iter().enumerate() {
-                let shape = e(256 * (i + 1), 256 * (j + 1), 512, 1);
-                rows.push(ran_tuned(
-                    k0,
-                    shape,
-                    1 + j,
-                    Tuning { raster, max_swizzle },
-                    10.0,
-                    1e-4,
-                ));
-            }
-        }
-        let tsv = dispatch_tsv(&run_info(), &rows);
-        let body: Vec<Vec<&str>> = tsv
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(|l| l.split('\t').collect())
-            .collect();
-        assert_eq!(body.len(), 15);
-        let mut seen = std::collections::HashSet::new();
-        for fields in &body {
-            assert_eq!(fields.len(), 13, "{fields:?}");
-            assert!(parse_raster(fields[10]).is_some(), "{fields:?}");
-            let swizzle: u32 = fields[11].parse().unwrap();
-            assert!(SWIZZLES.contains(&swizzle));
-            assert!(fields[9].parse::<usize>().unwrap() >= 1);
-            seen.insert((fields[10], fields[11]));
-        }
-        assert_eq!(seen.len(), 15, "every raster and swizzle is written as measured");
     }
 
     #[test]

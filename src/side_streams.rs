@@ -67,6 +67,12 @@ impl Fork<'_> {
     }
 }
 
+/// Creates the side streams of `main`'s context ahead of time (a plan does, so that a launch inside
+/// CUDA-graph capture creates none).
+pub(crate) fn reserve(main: &CudaStream) -> Result<(), Error> {
+    streams_of(main, MOST).map(|_| ())
+}
+
 /// `count` side streams of `main`'s context, created on first use.
 fn streams_of(main: &CudaStream, count: usize) -> Result<Vec<sys::CUstream>, Error> {
     let context = main.context().cu_ctx() as usize;

@@ -88,7 +88,15 @@ pub fn release_all() -> Result<(), Error> {
 /// across launches on one stream, freed when dropped.
 #[derive(Debug)]
 pub struct Workspace {
-    buffer: CudaSlice<u8>,
+    memory: Memory,
+}
+
+#[derive(Debug)]
+enum Memory {
+    /// A cudarc buffer: each launch orders itself after the buffer's earlier uses.
+    Tracked(CudaSlice<u8>),
+    /// Plain device memory: no events recorded or waited for (what CUDA-graph capture needs).
+    Untracked(Untracked),
 }
 
 impl Workspace {
@@ -97,19 +105,75 @@ impl Workspace {
         // SAFETY: the memory is only handed to kernels as scratch space; nothing reads it first.
         let buffer =
             unsafe { stream.alloc::<u8>(bytes.max(1)) }.map_err(Error::driver("allocating a workspace"))?;
-        Ok(Workspace { buffer })
+        Ok(Workspace {
+            memory: Memory::Tracked(buffer),
+        })
+    }
+
+    /// A workspace of `bytes` bytes on `stream`'s device that cudarc does not track: launches using
+    /// it record and wait for no events, so they can be captured into a CUDA graph whatever the
+    /// context's event tracking. The caller orders its uses: launches on one stream are ordered;
+    /// across streams, make them wait. Dropping it waits for the device to finish its work.
+    pub fn untracked(stream: &CudaStream, bytes: usize) -> Result<Self, Error> {
+        Ok(Workspace {
+            memory: Memory::Untracked(Untracked::new(stream, bytes)?),
+        })
     }
 
     /// Its size in bytes.
     pub fn bytes(&self) -> usize {
-        self.buffer.len()
+        match &self.memory {
+            Memory::Tracked(buffer) => buffer.len(),
+            Memory::Untracked(u) => u.bytes,
+        }
     }
 
-    /// (device address, bytes) for a launch on `stream` (which orders itself after the buffer's
-    /// earlier uses through cudarc's event tracking).
+    /// (device address, bytes) for a launch on `stream` (a tracked buffer orders the launch after
+    /// its earlier uses through cudarc's events).
     pub(crate) fn lend(&mut self, stream: &CudaStream) -> (u64, usize) {
-        let (address, _guard) = self.buffer.device_ptr(stream);
-        (address, self.buffer.len())
+        match &mut self.memory {
+            Memory::Tracked(buffer) => {
+                let (address, _guard) = buffer.device_ptr(stream);
+                (address, buffer.len())
+            }
+            Memory::Untracked(u) => (u.address, u.bytes),
+        }
+    }
+}
+
+/// Device memory allocated with the driver, freed (after the context's work) when dropped.
+#[derive(Debug)]
+struct Untracked {
+    context: std::sync::Arc<cudarc::driver::CudaContext>,
+    address: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+impl Untracked {
+    fn new(stream: &CudaStream, bytes: usize) -> Result<Self, Error> {
+        let context = stream.context().clone();
+        context
+            .bind_to_thread()
+            .map_err(Error::driver("binding the context"))?;
+        // SAFETY: a plain allocation in the current context.
+        let address =
+            unsafe { result::malloc_sync(bytes.max(1)) }.map_err(Error::driver("allocating a workspace"))?;
+        Ok(Untracked {
+            context,
+            address,
+            bytes: bytes.max(1),
+        })
+    }
+}
+
+impl Drop for Untracked {
+    fn drop(&mut self) {
+        // Kernels enqueued with this memory (directly or through a graph) may still run: wait for
+        // them. Errors cannot be reported from here; the memory is then leaked.
+        if self.context.bind_to_thread().is_ok() && self.context.synchronize().is_ok() {
+            // SAFETY: allocated by malloc_sync in this context; nothing uses it any more.
+            let _ = unsafe { result::free_sync(self.address) };
+        }
     }
 }
 
@@ -122,14 +186,22 @@ pub(crate) enum Scratch<'w> {
 }
 
 impl<'w> Scratch<'w> {
-    /// The caller's workspace if one is given, else the locked cache.
-    pub(crate) fn of(stream: &CudaStream, lent: Option<&'w mut Workspace>) -> Self {
+    /// The caller's workspace if one is given, else the locked cache — except while `stream` is
+    /// being captured into a CUDA graph: the cache would allocate inside the graph (an allocation a
+    /// replayed graph cannot hold) or hand it a buffer a later launch may free.
+    pub(crate) fn of(stream: &CudaStream, lent: Option<&'w mut Workspace>) -> Result<Self, Error> {
         match lent {
             Some(w) => {
                 let (address, bytes) = w.lend(stream);
-                Scratch::Lent(address, bytes, std::marker::PhantomData)
+                Ok(Scratch::Lent(address, bytes, std::marker::PhantomData))
             }
-            None => Scratch::Cached(lock()),
+            None if capturing(stream) => Err(Error::invalid(
+                "workspace",
+                "the stream is being captured into a CUDA graph and this launch needs scratch memory: \
+                 make a plan first (dispatch::plan, conv::dispatch::plan, ...: it owns its workspace), \
+                 or pass a Workspace of your own",
+            )),
+            None => Ok(Scratch::Cached(lock())),
         }
     }
 
@@ -277,6 +349,13 @@ impl Workspaces {
         }
         first_error
     }
+}
+
+/// Whether `stream` is being captured into a CUDA graph (a query that fails counts as not).
+pub fn capturing(stream: &CudaStream) -> bool {
+    // SAFETY: a status query on a live stream.
+    let status = unsafe { result::stream::is_capturing(stream.cu_stream()) };
+    status.is_ok_and(|s| s != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 fn key(stream: &CudaStream) -> (usize, usize) {

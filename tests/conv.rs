@@ -4,10 +4,11 @@
 
 mod common;
 
-use common::H100;
+use common::{A100, H100};
 use cutlass_aot::conv::{self, Conv2dProblem, ConvGeometry, ConvMode, ConvOperands, TensorOperand};
 use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{Api, ConvKind, DType, IteratorAlgorithm, OperationKind, StrideSupport};
+use cutlass_aot::select::{self, NO_TABLE};
 use cutlass_aot::{Error, KernelInfo};
 
 fn f16_problem(kind: ConvKind, activation: [usize; 4], filter: [usize; 3]) -> Conv2dProblem {
@@ -383,52 +384,52 @@ fn dispatch_runs_1x1_unit_stride_convolutions_as_gemms_over_the_same_buffers() {
     }
 }
 
+/// The engine's choice for `problem` on `device` with `table`: kernel, split-K, why.
+fn chosen(
+    table: &select::Table,
+    problem: &Conv2dProblem,
+    device: &cutlass_aot::device::DeviceProps,
+) -> (&'static KernelInfo, usize, select::Choice) {
+    conv::dispatch::decide(&REGISTRY, table, problem, &operands(problem), device).expect("a kernel")
+}
+
 #[test]
-fn dispatch_heuristic_picks_a_supporting_kernel_of_the_device() {
-    use conv::dispatch::heuristic;
-    let mut on_hopper = f16_problem(ConvKind::Fprop, [32, 28, 28, 128], [128, 3, 3]).padding(1, 1);
-    on_hopper.compute_capability = Some(90);
-    let (kernel, slices) = heuristic(&REGISTRY, &on_hopper, 132).expect("a kernel");
+fn dispatch_bare_model_picks_a_supporting_kernel_of_the_device() {
+    let on_hopper = f16_problem(ConvKind::Fprop, [32, 28, 28, 128], [128, 3, 3]).padding(1, 1);
+    let (kernel, slices, choice) = chosen(&NO_TABLE, &on_hopper, &H100);
     assert_eq!(kernel.api(), Api::Cutlass3x, "{}", kernel.rust_name);
     assert_eq!(slices, 1);
-    let mut on_ampere = on_hopper;
-    on_ampere.compute_capability = Some(80);
-    let (kernel, _) = heuristic(&REGISTRY, &on_ampere, 108).expect("a kernel");
+    assert_eq!(choice.basis, select::Basis::Model);
+    let (kernel, _, _) = chosen(&NO_TABLE, &on_hopper, &A100);
     assert_eq!(kernel.api(), Api::Cutlass2x, "{}", kernel.rust_name);
     // A wgrad with a small filter gradient and a long reduction splits K on Ampere.
-    let mut long_k = f16_problem(ConvKind::Wgrad, [128, 56, 56, 64], [64, 1, 1]);
-    long_k.compute_capability = Some(80);
-    let (kernel, slices) = heuristic(&REGISTRY, &long_k, 108).expect("a kernel");
+    let long_k = f16_problem(ConvKind::Wgrad, [128, 56, 56, 64], [64, 1, 1]);
+    let (kernel, slices, _) = chosen(&NO_TABLE, &long_k, &A100);
     assert!(slices > 1, "{} with {slices} slices", kernel.rust_name);
-    let mut p = long_k;
-    p.split_k_slices = slices;
-    assert!(kernel.supports(&p).is_ok());
     // The stem's 4 channels: only the fixed/few-channel kernels and ours take it; ours is the
-    // heuristic's choice (it measured about 3x the others).
-    let mut stem = f16_problem(ConvKind::Fprop, [8, 224, 224, 4], [64, 7, 7])
+    // model's choice (it measured about 3x the others).
+    let stem = f16_problem(ConvKind::Fprop, [8, 224, 224, 4], [64, 7, 7])
         .padding(3, 3)
         .stride(2, 2);
-    stem.compute_capability = Some(80);
-    let (chosen, _) = heuristic(&REGISTRY, &stem, 108).expect("a kernel");
-    let iterator = chosen.operation.conv().unwrap().iterator;
-    assert_eq!(iterator, IteratorAlgorithm::FirstLayer, "{}", chosen.rust_name);
+    let (kernel, _, _) = chosen(&NO_TABLE, &stem, &A100);
+    let iterator = kernel.operation.conv().unwrap().iterator;
+    assert_eq!(iterator, IteratorAlgorithm::FirstLayer, "{}", kernel.rust_name);
     // Never a kernel with a fused activation, nor one that rounds f32 to TF32.
-    let mut f32_problem = Conv2dProblem::new(
+    let f32_problem = Conv2dProblem::new(
         ConvKind::Fprop,
         [2, 9, 9, 8],
         [16, 3, 3],
         (DType::F32, DType::F32, DType::F32),
     );
-    for cc in [80, 90] {
-        // On Hopper too, where a TF32 kernel (conv_fprop_f32_tf32_sm90) is a candidate by type.
-        f32_problem.compute_capability = Some(cc);
-        let (chosen, _) = heuristic(&REGISTRY, &f32_problem, 108).expect("an f32 kernel");
+    // On Hopper too, where a TF32 kernel (conv_fprop_f32_tf32_sm90) is a candidate by type.
+    for device in [A100, H100] {
+        let (kernel, _, _) = chosen(&NO_TABLE, &f32_problem, &device);
         assert!(
-            !cutlass_aot::dispatch::rounds_to_tf32(chosen),
+            !cutlass_aot::dispatch::rounds_to_tf32(kernel),
             "{}",
-            chosen.rust_name
+            kernel.rust_name
         );
-        assert!(chosen.is_plain());
+        assert!(kernel.is_plain());
     }
 }
 
@@ -441,182 +442,168 @@ fn hopper_tf32_fprop_rounds_to_tf32() {
     assert!(cutlass_aot::dispatch::rounds_to_tf32(tf32));
 }
 
-/// A table row of `problem` (its kind, types and geometry) for `kernel` at `split_k`.
-fn row(
-    problem: &Conv2dProblem,
-    kernel: &'static KernelInfo,
-    split_k: usize,
-    us: f64,
-) -> conv::dispatch::Entry {
-    conv::dispatch::Entry {
-        signature: conv::dispatch::ConvSignature {
-            kind: problem.kind,
-            elements: problem.elements,
-        },
-        activation: [problem.n, problem.h, problem.w, problem.c],
-        filter: [problem.k, problem.r, problem.s],
-        pad: problem.pad,
-        stride: problem.stride,
-        dilation: problem.dilation,
+/// A table row of `problem` for `kernel` at `split_k`.
+fn row(problem: &Conv2dProblem, kernel: &'static KernelInfo, split_k: usize, us: f64) -> select::Row {
+    select::Row::new(
+        conv::dispatch::key_of(problem),
         kernel,
         split_k,
+        Default::default(),
         us,
-    }
+    )
 }
 
-fn table(rows: Vec<conv::dispatch::Entry>) -> &'static conv::dispatch::Table {
-    Box::leak(Box::new(conv::dispatch::Table::new(
+fn table(rows: Vec<select::Row>) -> &'static select::Table {
+    Box::leak(Box::new(select::Table::new(
         "NVIDIA H100 80GB HBM3",
         "2026-11-24",
         Box::leak(rows.into_boxed_slice()),
     )))
 }
 
+/// The bare model's time (µs) of `kernel` at `split_k` on `problem` on the H100.
+fn model_us(kernel: &KernelInfo, problem: &Conv2dProblem, split_k: usize) -> f64 {
+    let work = conv::ways::work_of(kernel, problem).unwrap();
+    select::cost::kernel_seconds(kernel, &work, split_k, H100.multiprocessors) * 1e6
+}
+
 /// A problem the table measured runs its fastest row that can run it, at that row's split-K; a
-/// problem it did not measure has no exact row.
+/// problem it did not measure is estimated.
 #[test]
 fn dispatch_table_runs_a_measured_problem_its_fastest_way() {
     let analytic = kernel("conv_fprop_f16_analytic_sm80");
     let optimized = kernel("conv_fprop_f16_optimized_sm80");
-    let mut measured = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [256, 3, 3]).padding(1, 1);
-    measured.compute_capability = Some(90);
+    let measured = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [256, 3, 3]).padding(1, 1);
     let t = table(vec![
         row(&measured, analytic, 1, 30.0),
         row(&measured, optimized, 4, 12.0),
         row(&measured, optimized, 1, 20.0),
     ]);
-    let e = t
-        .exact(&measured, &operands(&measured))
-        .expect("a measured problem");
-    assert_eq!((e.kernel.rust_name, e.split_k), (optimized.rust_name, 4));
+    let (kernel, split_k, choice) = chosen(t, &measured, &H100);
+    assert_eq!((kernel.rust_name, split_k), (optimized.rust_name, 4));
+    assert_eq!(choice.basis, select::Basis::Measured);
+    assert_eq!(choice.estimate_us, 12.0);
     // The same extents at another padding, kind or batch: not this problem.
     for other in [
         f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [256, 3, 3]),
         f16_problem(ConvKind::Dgrad, [64, 14, 14, 256], [256, 3, 3]).padding(1, 1),
         f16_problem(ConvKind::Fprop, [32, 14, 14, 256], [256, 3, 3]).padding(1, 1),
     ] {
-        assert!(t.exact(&other, &operands(&other)).is_none(), "{other:?}");
+        let (_, _, choice) = chosen(t, &other, &H100);
+        assert_ne!(choice.basis, select::Basis::Measured, "{other:?}");
     }
-    assert_eq!(
-        t.problems_of(conv::dispatch::ConvSignature {
-            kind: ConvKind::Fprop,
-            elements: measured.elements
-        }),
-        1
-    );
+    assert_eq!(t.problems_of("conv2d_fprop"), 1);
 }
 
-/// For a problem the table lacks, each way to run it is the model's cost ÷ the rate its kernel
-/// showed on the table's rows: a kernel measured faster than the model thinks wins over one the
-/// bare model prefers.
+/// For a problem the table lacks, each way is the model's time ÷ the rate its kernel showed on the
+/// table's rows: a kernel measured faster than the model thinks wins over one the bare model
+/// prefers.
 #[test]
 fn dispatch_model_calibrated_on_the_table_prefers_kernels_measured_fast() {
-    use conv::calibration::Rates;
-    use conv::dispatch::{heuristic, model_cost, options};
-    let sms = 132;
-    let at = |p: Conv2dProblem| {
-        let mut p = p;
-        p.compute_capability = Some(90);
-        p
-    };
-    let unseen = at(f16_problem(ConvKind::Fprop, [32, 28, 28, 128], [128, 3, 3]).padding(1, 1));
+    let unseen = f16_problem(ConvKind::Fprop, [32, 28, 28, 128], [128, 3, 3]).padding(1, 1);
     let measured = [
-        at(f16_problem(ConvKind::Fprop, [64, 56, 56, 64], [64, 3, 3]).padding(1, 1)),
-        at(f16_problem(ConvKind::Fprop, [128, 14, 14, 256], [256, 3, 3]).padding(1, 1)),
+        f16_problem(ConvKind::Fprop, [64, 56, 56, 64], [64, 3, 3]).padding(1, 1),
+        f16_problem(ConvKind::Fprop, [128, 14, 14, 256], [256, 3, 3]).padding(1, 1),
     ];
-    // The bare model's choice, and another kernel that runs every problem here.
-    let (preferred, _) = heuristic(&REGISTRY, &unseen, sms).expect("a kernel");
-    let other = options(&REGISTRY, &unseen, &operands(&unseen))
-        .into_iter()
+    // The bare model's choice, and another conv kernel that runs every problem here.
+    let (preferred, _, _) = chosen(&NO_TABLE, &unseen, &H100);
+    let hopper = |p: &Conv2dProblem| Conv2dProblem {
+        compute_capability: Some(90),
+        ..*p
+    };
+    let other = conv::ways::conv_options(&REGISTRY, &hopper(&unseen))
         .map(|(k, _)| k)
-        .find(|k| {
-            k.name != preferred.name
-                && k.operation.conv().is_some()
-                && measured.iter().all(|p| k.supports(p).is_ok())
-        })
+        .find(|k| k.name != preferred.name && measured.iter().all(|p| k.supports(&hopper(p)).is_ok()))
         .expect("a second kernel");
     // Measured: `other` runs at 10x the model's rate, `preferred` at 1x.
     let mut rows = Vec::new();
     for p in &measured {
         for (k, rate) in [(preferred, 1.0), (other, 10.0)] {
-            let cost = model_cost(k, p, 1, sms).unwrap();
-            rows.push(row(p, k, 1, cost / rate));
+            rows.push(row(p, k, 1, model_us(k, p, 1) / rate));
         }
     }
     let t = table(rows);
-    let ops = operands(&unseen);
-    let (chosen, slices, estimate) = t.calibrated(&REGISTRY, &unseen, &ops, sms).expect("a choice");
-    // (At a split-K the table lacks, the kernel's rate over its rows and the model's split-K.)
-    assert_eq!(chosen.name, other.name);
-    let expected = model_cost(other, &unseen, slices, sms).unwrap() / 10.0;
+    // `other`, or a kernel of its family without rows of its own (which takes the family's rate).
+    let (kernel, split_k, choice) = chosen(t, &unseen, &H100);
+    assert_ne!(kernel.name, preferred.name);
+    let expected = model_us(kernel, &unseen, split_k) / 10.0;
+    // (The two rows of `other` are the kernel's own or its family's.)
     assert!(
-        (estimate - expected).abs() < 1e-9 * expected,
-        "{estimate} vs {expected}"
+        matches!(
+            choice.basis,
+            select::Basis::Calibrated(
+                select::calibration::Fit::Kernel { rows: r } | select::calibration::Fit::Family { rows: r }
+            ) if r == 2
+        ),
+        "{choice:?}"
+    );
+    assert!(
+        (choice.estimate_us - expected).abs() < 1e-6 * expected,
+        "{choice:?} vs {expected}"
     );
     // A rate is per split-K where the table measured that split, else over the kernel's rows.
     let p = &measured[0];
-    let rates = Rates::fit(
-        Box::leak(
-            vec![
-                row(p, other, 1, model_cost(other, p, 1, sms).unwrap() / 2.0),
-                row(p, other, 4, model_cost(other, p, 4, sms).unwrap() / 8.0),
-            ]
-            .into_boxed_slice(),
-        ),
-        sms,
-    );
-    let rate = |slices| rates.rate(other, ConvKind::Fprop, slices).unwrap();
-    assert!((rate(1) - 2.0).abs() < 1e-9 && (rate(4) - 8.0).abs() < 1e-9);
+    let t = table(vec![
+        row(p, other, 1, model_us(other, p, 1) / 2.0),
+        row(p, other, 4, model_us(other, p, 4) / 8.0),
+    ]);
+    let rates =
+        select::calibration::Rates::fit(t.rows, H100.multiprocessors, &|r| conv::dispatch::row_work(r));
+    let key = conv::dispatch::key_of(p);
+    let rate = |slices: usize| {
+        let work = conv::ways::work_of(other, p).unwrap();
+        let (seconds, _) = rates
+            .estimate(other, &key, slices, &work, H100.multiprocessors, &[])
+            .unwrap();
+        model_us(other, p, slices) / (seconds * 1e6)
+    };
     assert!(
-        (rate(2) - 4.0).abs() < 1e-9,
+        (rate(1) - 2.0).abs() < 1e-6 && (rate(4) - 8.0).abs() < 1e-6,
+        "{} {}",
+        rate(1),
+        rate(4)
+    );
+    assert!(
+        (rate(2) - 4.0).abs() < 1e-6,
         "geometric mean of 2 and 8: {}",
         rate(2)
     );
-    assert!(rates.rate(preferred, ConvKind::Fprop, 1).is_none());
-    assert!(rates.rate(other, ConvKind::Dgrad, 1).is_none());
-    // No rows of the kind and types: no calibrated choice (dispatch falls back to the heuristic).
-    let dgrad = at(f16_problem(ConvKind::Dgrad, [32, 28, 28, 128], [128, 3, 3]).padding(1, 1));
-    assert!(t.calibrated(&REGISTRY, &dgrad, &operands(&dgrad), sms).is_none());
+    // Left out, the table has no other rows of this kernel or its family: nothing to calibrate with.
+    let work = conv::ways::work_of(other, p).unwrap();
+    let (_, fit) = rates
+        .estimate(other, &key, 1, &work, H100.multiprocessors, &[key])
+        .map_or((0.0, None), |(s, f)| (s, Some(f)));
+    assert_eq!(fit, None, "no other rows: nothing to calibrate with");
 }
 
 /// A GEMM kernel measured on 1x1 problems serves unseen 1x1 problems when its rate says so, and
 /// never a 3x3 one (not a matrix product).
 #[test]
 fn dispatch_model_offers_gemm_kernels_for_matrix_products_only() {
-    use conv::dispatch::{gemm_candidates, model_cost};
-    let sms = 132;
-    let mut seen = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [512, 1, 1]);
-    seen.compute_capability = Some(90);
-    let mut unseen = f16_problem(ConvKind::Fprop, [32, 28, 28, 256], [1024, 1, 1]);
-    unseen.compute_capability = Some(90);
-    let gemm = *gemm_candidates(&REGISTRY, &seen, &operands(&seen), 1)
+    let seen = f16_problem(ConvKind::Fprop, [64, 14, 14, 256], [512, 1, 1]);
+    let unseen = f16_problem(ConvKind::Fprop, [32, 28, 28, 256], [1024, 1, 1]);
+    let hopper = |p: &Conv2dProblem| Conv2dProblem {
+        compute_capability: Some(90),
+        ..*p
+    };
+    let gemm = *conv::ways::gemm_candidates(&REGISTRY, &hopper(&seen), &operands(&seen), 1)
         .first()
         .expect("a GEMM kernel takes an f16 fprop 1x1 as a tn product");
     let conv_kernel = kernel("conv_fprop_f16_optimized_sm80");
     let t = table(vec![
-        row(&seen, gemm, 1, model_cost(gemm, &seen, 1, sms).unwrap() / 50.0),
-        row(
-            &seen,
-            conv_kernel,
-            1,
-            model_cost(conv_kernel, &seen, 1, sms).unwrap(),
-        ),
+        row(&seen, gemm, 1, model_us(gemm, &seen, 1) / 50.0),
+        row(&seen, conv_kernel, 1, model_us(conv_kernel, &seen, 1)),
     ]);
-    let (chosen, ..) = t
-        .calibrated(&REGISTRY, &unseen, &operands(&unseen), sms)
-        .expect("a choice");
-    assert_eq!(chosen.name, gemm.name);
-    let mut three_by_three = f16_problem(ConvKind::Fprop, [32, 28, 28, 256], [1024, 3, 3]).padding(1, 1);
-    three_by_three.compute_capability = Some(90);
-    let (chosen, ..) = t
-        .calibrated(&REGISTRY, &three_by_three, &operands(&three_by_three), sms)
-        .expect("a choice");
-    assert_eq!(chosen.name, conv_kernel.name);
+    let (kernel, ..) = chosen(t, &unseen, &H100);
+    assert_eq!(kernel.name, gemm.name);
+    let three_by_three = f16_problem(ConvKind::Fprop, [32, 28, 28, 256], [1024, 3, 3]).padding(1, 1);
+    let (kernel, ..) = chosen(t, &three_by_three, &H100);
+    assert!(kernel.operation.conv().is_some(), "{}", kernel.name);
 }
 
 #[test]
 fn dispatch_refuses_bad_requests_before_choosing() {
-    use conv::dispatch::{decide, NO_TABLE};
+    use conv::dispatch::decide;
     // f64 dgrad: the manifest has no such kernel; the error says what to do.
     let f64_dgrad = Conv2dProblem::new(
         ConvKind::Dgrad,
@@ -647,28 +634,33 @@ fn dispatch_refuses_bad_requests_before_choosing() {
 
 #[test]
 fn the_embedded_h100_table_decides_resnet_layers_and_refers_to_compiled_kernels() {
-    use conv::dispatch::{decide, ConvChoice};
-    let tables = cutlass_aot::kernels::CONV_DISPATCH_TABLES;
-    let table = cutlass_aot::dispatch::table_for(tables, H100.name, 90).expect("an H100 conv table");
-    assert!(table.entries.len() > 100, "{} entries", table.entries.len());
-    for e in table.entries {
-        assert!(REGISTRY.by_name(e.kernel.name).is_some(), "{}", e.kernel.name);
+    let table = select::table_for(cutlass_aot::kernels::TABLES, H100.name, 90).expect("an H100 table");
+    assert!(
+        table.problems_of("conv2d_fprop") > 20,
+        "{} rows",
+        table.rows.len()
+    );
+    for r in table.rows {
+        assert!(REGISTRY.by_name(r.kernel.name).is_some(), "{}", r.kernel.name);
     }
     let layer = f16_problem(ConvKind::Fprop, [128, 28, 28, 128], [128, 3, 3]).padding(1, 1);
-    let (kernel, _, choice) = decide(&REGISTRY, table, &layer, &operands(&layer), &H100).unwrap();
-    assert!(matches!(choice, ConvChoice::Table), "{choice:?}");
+    let (kernel, _, choice) = chosen(table, &layer, &H100);
+    assert_eq!(choice.basis, select::Basis::Measured, "{choice:?}");
     assert_eq!(kernel.api(), Api::Cutlass3x, "{}", kernel.rust_name);
-    // A layer the table never measured: the model calibrated on the table's f16 fprop problems.
+    // A layer the table never measured: the model calibrated on the kernel's rows.
     let unseen = f16_problem(ConvKind::Fprop, [96, 20, 20, 96], [160, 3, 3]).padding(1, 1);
-    let (kernel, _, choice) = decide(&REGISTRY, table, &unseen, &operands(&unseen), &H100).unwrap();
-    match choice {
-        ConvChoice::Calibrated {
-            problems,
-            estimated_us,
-        } => assert!(problems >= 20 && estimated_us > 0.0, "{choice:?}"),
+    let (kernel, _, choice) = chosen(table, &unseen, &H100);
+    match choice.basis {
+        select::Basis::Calibrated(select::calibration::Fit::Kernel { rows }) => {
+            assert!(rows >= 20 && choice.estimate_us > 0.0, "{choice:?}")
+        }
         other => panic!("{other:?}"),
     }
-    assert!(kernel.supports(&unseen).is_ok() || kernel.operation.conv().is_none());
+    let hopper = Conv2dProblem {
+        compute_capability: Some(90),
+        ..unseen
+    };
+    assert!(kernel.supports(&hopper).is_ok() || kernel.operation.conv().is_none());
 }
 
 /// The runtime's shared-memory rule for first_layer kernels is the glue's: the bytes each
@@ -853,15 +845,14 @@ fn interleaved_int8_kernels_take_interleaved_problems_only() {
         let ragged = invalid(conv::workspace_bytes(info, &operands(&ragged_c), &H100));
         assert!(ragged.contains("multiples of 32"), "{ragged}");
     }
-    let mut nhwc = Conv2dProblem::new(ConvKind::Fprop, [2, 14, 14, 64], [96, 3, 3], s8).padding(1, 1);
-    for cc in [80, 90] {
-        nhwc.compute_capability = Some(cc);
-        let (chosen, _) = conv::dispatch::heuristic(&REGISTRY, &nhwc, 108).expect("an s8 kernel");
+    let nhwc = Conv2dProblem::new(ConvKind::Fprop, [2, 14, 14, 64], [96, 3, 3], s8).padding(1, 1);
+    for device in [A100, H100] {
+        let (kernel, _, _) = chosen(&NO_TABLE, &nhwc, &device);
         assert_eq!(
-            chosen.operation.conv().unwrap().layout,
+            kernel.operation.conv().unwrap().layout,
             ConvLayout::ChannelsLast,
             "{}",
-            chosen.rust_name
+            kernel.rust_name
         );
     }
 }

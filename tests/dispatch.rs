@@ -4,8 +4,9 @@
 mod common;
 
 use common::{ADDR_A, ADDR_B, ADDR_C, ADDR_D, H100};
-use cutlass_aot::dispatch::{self, stage::StagePlan, Choice, Policy, Signature, Table};
+use cutlass_aot::dispatch::{self, stage::StagePlan, Policy, Signature};
 use cutlass_aot::model::{DType, Layout};
+use cutlass_aot::select::{self, Basis, Table};
 use cutlass_aot::{Error, GemmOperands, MatrixShape, Operand};
 
 /// Operands of a `dtype` problem with the given layouts, leading-dimension padding and element
@@ -60,7 +61,7 @@ fn decide(signature: Signature, operands: &GemmOperands) -> Result<dispatch::Dec
     let registry = common::gemm_registry();
     dispatch::decide(
         registry,
-        &dispatch::NO_TABLE,
+        &select::NO_TABLE,
         signature,
         operands,
         &H100,
@@ -232,13 +233,13 @@ fn a_refusal_names_the_distinct_reasons_in_a_few_lines() {
     let (sig, ops) = problem(DType::F32, TN, (4096, 4096, 4096, 1), 0, 0);
     let registry = common::gemm_registry();
     let allow = Policy { allow_tf32: true };
-    let d = dispatch::decide(registry, &dispatch::NO_TABLE, sig, &ops, &H100, allow).unwrap();
+    let d = dispatch::decide(registry, &select::NO_TABLE, sig, &ops, &H100, allow).unwrap();
     assert!(
         dispatch::rounds_to_tf32(d.selection.kernel),
         "{}",
         d.selection.kernel.rust_name
     );
-    assert_eq!(d.selection.choice, Choice::Heuristic);
+    assert_eq!(d.selection.choice.basis, Basis::Model);
 }
 
 #[test]
@@ -247,7 +248,7 @@ fn tables_are_chosen_per_device() {
         Table::new("NVIDIA H200", "2026-11-21", &[]),
         Table::new("NVIDIA H100 80GB HBM3", "2026-11-23", &[]),
     ];
-    let pick = |name: &str, cc: u32| dispatch::table_for(&TABLES, name, cc).map(|t| t.device);
+    let pick = |name: &str, cc: u32| select::table_for(&TABLES, name, cc).map(|t| t.device);
     assert_eq!(pick("NVIDIA H100 80GB HBM3", 90), Some("NVIDIA H100 80GB HBM3"));
     assert_eq!(pick("NVIDIA H200", 90), Some("NVIDIA H200"));
     // Another H100 part: same model.
@@ -257,9 +258,9 @@ fn tables_are_chosen_per_device() {
     // Ampere without a table of its own: the heuristic.
     assert_eq!(pick("NVIDIA A100-SXM4-80GB", 80), None);
     // The build embeds the measured tables with their devices.
-    for table in cutlass_aot::kernels::DISPATCH_TABLES {
+    for table in cutlass_aot::kernels::TABLES {
         assert!(table.device.starts_with("NVIDIA "), "{:?}", table.device);
-        assert!(!table.entries.is_empty());
+        assert!(!table.rows.is_empty());
     }
 }
 
@@ -268,7 +269,7 @@ fn tables_are_chosen_per_device() {
 #[test]
 fn repeated_problems_are_decided_from_the_memo() {
     let registry = common::gemm_registry();
-    let table = &cutlass_aot::kernels::DISPATCH_TABLES[0];
+    let table = &cutlass_aot::kernels::TABLES[0];
     for shape in [(4096, 4096, 700, 1), (64, 64, 64, 256)] {
         let (sig, ops) = problem(DType::F16, TN, shape, 0, 0);
         let first = dispatch::decide(registry, table, sig, &ops, &H100, Policy::default()).unwrap();

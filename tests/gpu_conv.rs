@@ -659,7 +659,8 @@ fn dispatched(
     case: Case,
     via_gemm: bool,
 ) -> Result<(), Failed> {
-    use conv::dispatch::{self, ConvSignature, Entry, Table};
+    use conv::dispatch::{self, ConvSignature};
+    use cutlass_aot::select::{Row, Table};
     let stream = ctx.default_stream();
     let problem = case.problem_of(kind, (dtype, dtype, dtype));
     let with_c = case.scalars.1 != 0.0;
@@ -675,20 +676,10 @@ fn dispatched(
         at.compute_capability = Some(props.compute_capability);
         at.addresses = Some([ops.a.address, ops.b.address, ops.d.address, ops.d.address]);
         // The last candidate, not the one the benchmark would pick: more kernels get exercised.
-        let candidates = dispatch::gemm_candidates(&REGISTRY, &at, &ops, 1);
+        let candidates = conv::ways::gemm_candidates(&REGISTRY, &at, &ops, 1);
         let kernel = *candidates.last().ok_or("no GEMM kernel takes this 1x1 problem")?;
-        let entry = Entry {
-            signature,
-            activation: case.activation,
-            filter: case.filter,
-            pad: case.geometry.pad,
-            stride: case.geometry.stride,
-            dilation: case.geometry.dilation,
-            kernel,
-            split_k: 1,
-            us: 1.0,
-        };
-        vec![Table::new(props.name, "test", Box::leak(Box::new([entry])))]
+        let row = Row::new(dispatch::key_of(&problem), kernel, 1, Default::default(), 1.0);
+        vec![Table::new(props.name, "test", Box::leak(Box::new([row])))]
     } else {
         Vec::new()
     };

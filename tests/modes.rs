@@ -580,13 +580,17 @@ fn dispatch_keeps_f32_accuracy_and_skips_parallel_kernels_without_slices() {
         (Layout::Row, Layout::Column, Layout::Row),
     )
     .on_compute_capability(80);
-    let (picked, _) = dispatch::select(
+    let a100 = common::A100;
+    let none = &cutlass_aot::select::NO_TABLE;
+    let picked = dispatch::select(
         common::gemm_registry(),
-        &dispatch::Table::new("none", "", &[]),
+        none,
         &f32_problem,
-        108,
+        &a100,
+        Default::default(),
     )
-    .unwrap();
+    .unwrap()
+    .kernel;
     assert!(
         !matches!(
             picked.gemm().math,
@@ -601,12 +605,14 @@ fn dispatch_keeps_f32_accuracy_and_skips_parallel_kernels_without_slices() {
         (Layout::Row, Layout::Column, Layout::Row),
     )
     .on_compute_capability(80);
-    let (picked, _) = dispatch::select(
+    let picked = dispatch::select(
         common::gemm_registry(),
-        &dispatch::Table::new("none", "", &[]),
+        none,
         &f16_problem,
-        108,
+        &a100,
+        Default::default(),
     )
-    .unwrap();
+    .unwrap()
+    .kernel;
     assert_ne!(picked.design.split_k(), SplitK::Parallel, "{}", picked.rust_name);
 }

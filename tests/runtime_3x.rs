@@ -15,11 +15,12 @@ use std::ffi::c_void;
 
 use cutlass_aot::abi::{self, cutlass_aot_gemm_args};
 use cutlass_aot::device::DeviceProps;
-use cutlass_aot::dispatch::{self, Choice, Entry, Signature, Table};
+use cutlass_aot::dispatch::{self, Policy, Signature};
 use cutlass_aot::gemm::{plan, PARAMS_CAPACITY};
 use cutlass_aot::model::{
     Api, DType, EpilogueSchedule, KernelSchedule, Layout, OpClass, Shape3, TileScheduler,
 };
+use cutlass_aot::select::{self, Basis, Row, Table};
 use cutlass_aot::{kernels, Error, GemmOperands, GemmProblem, KernelInfo, MatrixShape, Prepared};
 
 /// An A100: runs the 2.x kernels, none of the 3.x ones.
@@ -1126,42 +1127,64 @@ fn bf16_tn(m: usize, n: usize, k: usize, cc: u32) -> GemmProblem {
     .on_compute_capability(cc)
 }
 
-fn select(problem: &GemmProblem) -> Result<(&'static KernelInfo, Choice), Error> {
-    dispatch::select(common::gemm_registry(), &EMPTY, problem, 132)
+/// The device of compute capability `cc`: the H100, or an A100.
+fn device_of(cc: u32) -> DeviceProps {
+    if cc == 90 {
+        H100
+    } else {
+        DeviceProps {
+            name: "NVIDIA A100-SXM4-80GB",
+            multiprocessors: 108,
+            compute_capability: cc,
+            max_shared_memory_per_block_optin: 166_912,
+        }
+    }
+}
+
+/// Dispatch's direct choice for `problem` with `table` under `policy`.
+fn select_in(problem: &GemmProblem, table: &Table, policy: Policy) -> Result<dispatch::Selection, Error> {
+    let cc = problem.compute_capability.unwrap_or(90);
+    dispatch::select(common::gemm_registry(), table, problem, &device_of(cc), policy)
+}
+
+fn select(problem: &GemmProblem) -> Result<(&'static KernelInfo, Basis), Error> {
+    select_in(problem, &EMPTY, Policy::default()).map(|s| (s.kernel, s.choice.basis))
+}
+
+/// The bare model's seconds of `kernel` on `problem` (as the kernel sees it) on the H100.
+fn model_seconds(kernel: &KernelInfo, problem: &GemmProblem, split_k: usize) -> f64 {
+    let work = dispatch::candidates::work_of(problem);
+    select::cost::kernel_seconds(kernel, &work, split_k, 132)
 }
 
 fn assert_close(got: f64, want: f64, what: &str) {
     assert!(
         (got - want).abs() <= want.abs() * 1e-12,
-        "{what}: cost {got}, expected {want}"
+        "{what}: {got}, expected {want}"
     );
 }
 
 #[test]
-fn heuristic_picks_a_3x_kernel_on_hopper_for_4096_cubed() {
-    // Costs on 132 SMs (the documented formula; 3.x kernels only, as the device runs them):
-    //   128×256: 512 tiles → ⌈512/132⌉ = 4 waves × 128·256·4096 × (1 + 1/4 + 1/8) = 738,197,504
-    //   256×128: 512 tiles → 4 waves × 256·128·4096 × (1 + 1/8 + 1/4) = 738,197,504
-    //   128×128 (cooperative or pingpong): 1024 tiles → 8 waves × 128·128·4096 × 1.5 = 805,306,368
-    //   stream-K 128×128: 1.1 × 1024·128·128·4096 / 132 × 1.5 = 2^36 / 80 = 858,993,459.2
-    // Four kernels tie; the first of them in manifest (and registry) order wins: 128×256, 2×1×1.
+fn model_picks_a_3x_kernel_on_hopper_for_4096_cubed() {
+    // The busiest SM's multiply-adds on 132 SMs, with the tile penalty (1 + 32/tm + 32/tn):
+    //   128×256: 512 tiles → ⌈512/132⌉ = 4 waves × 128·256·4096 × 1.375 = 738,197,504
+    //   128×128: 1024 tiles → 8 waves × 128·128·4096 × 1.5 = 805,306,368
+    // at 3.7e12 per SM per second, plus a quarter of the memory time (100,663,296 bytes at
+    // 3e12/s) and a launch (2.5 µs). Four 128×256 / 256×128 kernels tie; the first in manifest
+    // order wins.
     let problem = bf16_tn(4096, 4096, 4096, 90);
-    let expected = [
+    let memory = 100_663_296.0 / 3e12;
+    for (name, macs) in [
         ("bf16_sm90_128x256x64_2x1x1_cooperative", 738_197_504.0),
-        ("bf16_sm90_128x256x64_1x2x1_cooperative", 738_197_504.0),
-        ("bf16_sm90_256x128x64_2x1x1_cooperative", 738_197_504.0),
         ("bf16_sm90_256x128x64_1x2x1_cooperative", 738_197_504.0),
-        ("bf16_sm90_128x128x64_2x1x1_cooperative", 805_306_368.0),
         ("bf16_sm90_128x128x64_2x1x1_pingpong", 805_306_368.0),
-        ("bf16_sm90_128x128x64_streamk", 858_993_459.2),
-    ];
-    for (name, cost) in expected {
-        assert_close(dispatch::estimated_cost(kernel(name), &problem, 132), cost, name);
+    ] {
+        let want = macs / 3.7e12 + 0.25 * memory + 2.5e-6;
+        assert_close(model_seconds(kernel(name), &problem, 1), want, name);
     }
-    let (chosen, choice) = select(&problem).unwrap();
+    let (chosen, basis) = select(&problem).unwrap();
     assert_eq!(chosen.rust_name, "bf16_sm90_128x256x64_2x1x1_cooperative");
-    assert_eq!(choice, Choice::Heuristic);
-    // The same for f16.
+    assert_eq!(basis, Basis::Model);
     let f16 = GemmProblem {
         element_a: DType::F16,
         element_b: DType::F16,
@@ -1172,50 +1195,17 @@ fn heuristic_picks_a_3x_kernel_on_hopper_for_4096_cubed() {
         select(&f16).unwrap().0.rust_name,
         "f16_sm90_128x256x64_2x1x1_cooperative"
     );
-
-    // On an A100 only the 2.x kernel runs it (the 2.x 128×256 kernel would tie with the 3.x one
-    // on Hopper; 3.x kernels are preferred there).
-    let (chosen, choice) = dispatch::select(
-        common::gemm_registry(),
-        &EMPTY,
-        &bf16_tn(4096, 4096, 4096, 80),
-        108,
-    )
-    .unwrap();
-    assert_eq!(chosen.rust_name, "gemm_bf16_tn");
-    assert_eq!(choice, Choice::Heuristic);
-    assert_eq!(chosen.api(), Api::Cutlass2x);
+    // On an A100 only 2.x kernels run.
+    let (chosen, _) = select(&bf16_tn(4096, 4096, 4096, 80)).unwrap();
+    assert_eq!(chosen.api(), Api::Cutlass2x, "{}", chosen.rust_name);
 }
 
 #[test]
-fn heuristic_picks_stream_k_for_few_tiles_and_a_long_k() {
-    // m = 16, n = 4096, k = 8192 on 132 SMs:
-    //   128×256: 1×16 = 16 tiles → 1 wave × 128·256·8192 × 1.375 = 369,098,752
-    //   256×128: 1×32 = 32 tiles → 1 wave × 256·128·8192 × 1.375 = 369,098,752
-    //   128×128 (cooperative or pingpong): 1×32 = 32 tiles → 1 wave × 128·128·8192 × 1.5
-    //            = 201,326,592
-    //   stream-K 128×128: 1.1 × 32·128·128·8192 / 132 × 1.5 = 2^32 / 80 = 53,687,091.2 — lowest.
-    let problem = bf16_tn(16, 4096, 8192, 90);
-    for (name, cost) in [
-        ("bf16_sm90_128x256x64_2x1x1_cooperative", 369_098_752.0),
-        ("bf16_sm90_256x128x64_1x2x1_cooperative", 369_098_752.0),
-        ("bf16_sm90_128x128x64_1x2x1_cooperative", 201_326_592.0),
-        ("bf16_sm90_128x128x64_2x1x1_pingpong", 201_326_592.0),
-        ("bf16_sm90_128x128x64_streamk", 53_687_091.2),
-    ] {
-        assert_close(dispatch::estimated_cost(kernel(name), &problem, 132), cost, name);
-    }
-    let (chosen, choice) = select(&problem).unwrap();
-    assert_eq!(chosen.rust_name, "bf16_sm90_128x128x64_streamk");
-    assert_eq!(choice, Choice::Heuristic);
-}
-
-#[test]
-fn small_m_problems_run_transposed_on_narrow_n_tiles() {
-    // m = 16, n = 4096, k = 8192 as given: the best is stream-K 128×128 at 53,687,091.2 (above).
-    // Transposed (m' = 4096, n' = 16, A' = B^T row-major, B' = A^T column-major, C' column-major):
-    //   stream-K 128×32: 32×1 tiles: 1.1 × 32·128·32·8192 / 132 × (1 + 1/4 + 1) = 20,132,659.2
-    //   stream-K 128×64: 32×1 tiles: 1.1 × 32·128·64·8192 / 132 × (1 + 1/4 + 1/2) = 31,317,470.5...
+fn small_m_problems_run_transposed_on_narrow_n_stream_k_tiles() {
+    // m = 16, n = 4096, k = 8192 moves 67 MB (22 µs at 3e12/s): every kernel is bound by memory,
+    // and the one wasting the least compute wins. As given, stream-K 128×128 spreads 32 tiles'
+    // 128·128·8192 multiply-adds over 132 SMs; transposed (m' = 4096, n' = 16), stream-K 128×32
+    // computes a quarter of that.
     let problem = bf16_tn(16, 4096, 8192, 90);
     let t = dispatch::transposed(&problem);
     assert_eq!((t.m, t.n, t.k), (4096, 16, 8192));
@@ -1228,19 +1218,15 @@ fn small_m_problems_run_transposed_on_narrow_n_tiles() {
         problem,
         "transposing twice gives the problem back"
     );
-    assert_close(
-        dispatch::estimated_cost(kernel("bf16_sm90_128x32x128_streamk_tnn"), &t, 132),
-        1.1 * (32.0 * 128.0 * 32.0 * 8192.0) / 132.0 * 2.25,
-        "128x32 transposed",
-    );
-    let chosen = dispatch::select_any_orientation(common::gemm_registry(), &EMPTY, &problem, 132).unwrap();
+    let narrow = kernel("bf16_sm90_128x32x128_streamk_tnn");
+    let square = kernel("bf16_sm90_128x128x64_streamk");
+    assert!(model_seconds(narrow, &t, 1) < model_seconds(square, &problem, 1));
+    let chosen = select_in(&problem, &EMPTY, Policy::default()).unwrap();
     assert_eq!(chosen.kernel.rust_name, "bf16_sm90_128x32x128_streamk_tnn");
     assert_eq!(chosen.orientation, dispatch::Orientation::Transposed);
     // A large square stays as given.
-    let square = bf16_tn(4096, 4096, 4096, 90);
-    let chosen = dispatch::select_any_orientation(common::gemm_registry(), &EMPTY, &square, 132).unwrap();
+    let chosen = select_in(&bf16_tn(4096, 4096, 4096, 90), &EMPTY, Policy::default()).unwrap();
     assert_eq!(chosen.orientation, dispatch::Orientation::AsGiven);
-    assert_eq!(chosen.kernel.rust_name, "bf16_sm90_128x256x64_2x1x1_cooperative");
     // The transposed operands are the same buffers with rows and columns exchanged.
     let ops = GemmOperands {
         a: operand(MatrixShape::packed(16, 8192, Layout::Row), Layout::Row, ADDR_A),
@@ -1277,7 +1263,7 @@ fn small_m_problems_run_transposed_on_narrow_n_tiles() {
 }
 
 #[test]
-fn heuristic_falls_back_to_2x_kernels_where_no_3x_kernel_fits() {
+fn model_falls_back_to_2x_kernels_where_no_3x_kernel_fits() {
     // f64 on Hopper: only the 2.x DMMA kernel.
     let f64_problem = GemmProblem::new(
         (33, 17, 5),
@@ -1285,8 +1271,8 @@ fn heuristic_falls_back_to_2x_kernels_where_no_3x_kernel_fits() {
         (Layout::Row, Layout::Row, Layout::Row),
     )
     .on_compute_capability(90);
-    let (chosen, choice) = select(&f64_problem).unwrap();
-    assert_eq!((chosen.rust_name, choice), ("gemm_f64_tt", Choice::Heuristic));
+    let (chosen, _) = select(&f64_problem).unwrap();
+    assert_eq!(chosen.rust_name, "gemm_f64_tt");
     // bf16 row × row: the 3.x "tt" kernel on Hopper, the 2.x one on an A100.
     let tt = GemmProblem {
         layout_b: Layout::Row,
@@ -1317,19 +1303,19 @@ fn heuristic_falls_back_to_2x_kernels_where_no_3x_kernel_fits() {
             .rust_name,
         "gemm_f32_3xtf32_tn"
     );
-    let tf32 = dispatch::Policy { allow_tf32: true };
-    let pick = |p: &GemmProblem| {
-        dispatch::select_in(common::gemm_registry(), &EMPTY, p, 132, tf32)
-            .unwrap()
-            .0
-            .rust_name
-    };
-    assert_eq!(pick(&f32), "tf32_sm90_tn");
-    assert_eq!(pick(&f32.clone().on_compute_capability(80)), "gemm_tf32_tn");
+    // (On Hopper the model may weigh a 2.x TF32 kernel at split-K against the 3.x one whose 1024²
+    // output is 32 tiles for 132 SMs; either is TF32.)
+    let tf32 = Policy { allow_tf32: true };
+    let pick = |p: &GemmProblem| select_in(p, &EMPTY, tf32).unwrap().kernel;
+    assert!(dispatch::rounds_to_tf32(pick(&f32)), "{}", pick(&f32).rust_name);
+    assert_eq!(
+        pick(&f32.clone().on_compute_capability(80)).rust_name,
+        "gemm_tf32_tn"
+    );
 }
 
 #[test]
-fn heuristic_explains_when_no_kernel_fits() {
+fn dispatch_explains_when_no_kernel_fits() {
     // No kernel takes e5m2.
     let e5m2 = GemmProblem::new(
         (128, 128, 128),
@@ -1373,202 +1359,75 @@ fn heuristic_explains_when_no_kernel_fits() {
     );
 }
 
-/// Two measured rows: 4096³ ran best on a 3.x kernel the heuristic would not pick, the LLM-decode
-/// shape on the 2.x kernel (which also runs on an A100).
-static TABLE: Table = Table::new(
-    "NVIDIA H100 80GB HBM3",
-    "2026-01-01",
-    &[
-        Entry {
-            signature: Signature {
-                element_a: DType::Bf16,
-                element_b: DType::Bf16,
-                element_c: DType::Bf16,
-                layout_a: Layout::Row,
-                layout_b: Layout::Column,
-                layout_c: Layout::Row,
-            },
-            m: 4096,
-            n: 4096,
-            k: 4096,
-            batch: 1,
-            kernel: &kernels::bf16_sm90_128x128x64_1x2x1_cooperative::INFO,
-            split_k: 1,
-            tuning: cutlass_aot::Tuning {
-                raster: cutlass_aot::Raster::Heuristic,
-                max_swizzle: 0,
-            },
-            us: 200.0,
-        },
-        Entry {
-            signature: Signature {
-                element_a: DType::Bf16,
-                element_b: DType::Bf16,
-                element_c: DType::Bf16,
-                layout_a: Layout::Row,
-                layout_b: Layout::Column,
-                layout_c: Layout::Row,
-            },
-            m: 16,
-            n: 4096,
-            k: 8192,
-            batch: 1,
-            kernel: &kernels::gemm_bf16_tn::INFO,
-            split_k: 1,
-            tuning: cutlass_aot::Tuning {
-                raster: cutlass_aot::Raster::Heuristic,
-                max_swizzle: 0,
-            },
-            us: 50.0,
-        },
-    ],
-);
+/// A row of `problem` (as its kernel ran it) for `kernel`.
+fn row(
+    problem: &GemmProblem,
+    kernel: &'static KernelInfo,
+    split_k: usize,
+    tuning: cutlass_aot::Tuning,
+    us: f64,
+) -> Row {
+    Row::new(dispatch::candidates::key_of(problem), kernel, split_k, tuning, us)
+}
+
+fn table(rows: Vec<Row>) -> &'static Table {
+    Box::leak(Box::new(Table::new(
+        "NVIDIA H100 80GB HBM3",
+        "2026-01-01",
+        Box::leak(rows.into_boxed_slice()),
+    )))
+}
 
 #[test]
-fn table_lookup_takes_the_nearest_shape_whose_kernel_supports_the_problem() {
-    let entry = |p: &GemmProblem| TABLE.lookup(p).map(|e| e.kernel.rust_name);
-    // Exact shape.
+fn a_measured_way_runs_as_measured_and_unmeasured_problems_are_estimated() {
+    let tuned = cutlass_aot::Tuning {
+        raster: cutlass_aot::Raster::AlongM,
+        max_swizzle: 4,
+    };
+    let coop = kernel("bf16_sm90_128x128x64_1x2x1_cooperative");
+    let big = bf16_tn(4096, 4096, 4096, 90);
+    let decode = bf16_tn(16, 4096, 8192, 80);
+    let t = table(vec![
+        row(&big, coop, 1, tuned, 200.0),
+        row(
+            &big,
+            kernel("bf16_sm90_128x256x64_2x1x1_cooperative"),
+            1,
+            Default::default(),
+            230.0,
+        ),
+        row(&decode, kernel("gemm_bf16_tn"), 2, Default::default(), 50.0),
+    ]);
+    // The fastest measured way, with its row's tuning.
+    let chosen = select_in(&big, t, Policy::default()).unwrap();
+    assert_eq!(chosen.kernel.rust_name, coop.rust_name);
     assert_eq!(
-        entry(&bf16_tn(4096, 4096, 4096, 90)),
-        Some("bf16_sm90_128x128x64_1x2x1_cooperative")
+        (chosen.choice.basis, chosen.choice.estimate_us),
+        (Basis::Measured, 200.0)
     );
-    // Distance |log2 ratio| summed: 2048×4096×4096 is 1 from the first row, 7 + 0 + 1 = 8 from the second.
-    assert_eq!(
-        entry(&bf16_tn(2048, 4096, 4096, 90)),
-        Some("bf16_sm90_128x128x64_1x2x1_cooperative")
+    assert_eq!(chosen.tuning, tuned);
+    // On an A100 the decode row's way (a 2.x kernel at 2 split-K slices).
+    let chosen = select_in(&decode, t, Policy::default()).unwrap();
+    assert_eq!((chosen.kernel.rust_name, chosen.split_k), ("gemm_bf16_tn", 2));
+    assert_eq!(chosen.choice.basis, Basis::Measured);
+    // Near the measured problem: estimated from the rows (the kernel's own, or its family's).
+    let near = select_in(&bf16_tn(4000, 4096, 4096, 90), t, Policy::default()).unwrap();
+    assert!(
+        matches!(near.choice.basis, Basis::Calibrated(_)),
+        "{:?}",
+        near.choice
     );
-    // 32×4096×8192: 1 from the second row, 7 + 0 + 1 = 8 from the first.
-    assert_eq!(entry(&bf16_tn(32, 4096, 8192, 90)), Some("gemm_bf16_tn"));
-    // On an A100 the first row's kernel cannot run: the second row is taken even for 4096³.
-    assert_eq!(entry(&bf16_tn(4096, 4096, 4096, 80)), Some("gemm_bf16_tn"));
-    // Other types or layouts: no row.
+    // f16: no rows of the family on this table but those of bf16 kernels are not f16's.
     let f16 = GemmProblem {
         element_a: DType::F16,
         element_b: DType::F16,
         element_c: DType::F16,
-        ..bf16_tn(4096, 4096, 4096, 90)
+        ..big.clone()
     };
-    assert_eq!(entry(&f16), None);
-    let nn = GemmProblem {
-        layout_a: Layout::Column,
-        ..bf16_tn(4096, 4096, 4096, 90)
-    };
-    assert_eq!(entry(&nn), None);
-    // A problem neither row's kernel supports (k not a multiple of 8).
-    assert_eq!(entry(&bf16_tn(4096, 4096, 4092, 90)), None);
-
-    // select reports where the choice came from.
-    let (chosen, choice) = dispatch::select(
-        common::gemm_registry(),
-        &TABLE,
-        &bf16_tn(4000, 4096, 4096, 90),
-        132,
-    )
-    .unwrap();
-    assert_eq!(chosen.rust_name, "bf16_sm90_128x128x64_1x2x1_cooperative");
     assert_eq!(
-        choice,
-        Choice::Table {
-            m: 4096,
-            n: 4096,
-            k: 4096,
-            batch: 1
-        }
+        select_in(&f16, t, Policy::default()).unwrap().choice.basis,
+        Basis::Model
     );
-    let (chosen, choice) =
-        dispatch::select(common::gemm_registry(), &TABLE, &bf16_tn(16, 4096, 8192, 80), 108).unwrap();
-    assert_eq!(chosen.rust_name, "gemm_bf16_tn");
-    assert_eq!(
-        choice,
-        Choice::Table {
-            m: 16,
-            n: 4096,
-            k: 8192,
-            batch: 1
-        }
-    );
-    // Nothing in the table for f16: the heuristic.
-    assert_eq!(
-        dispatch::select(common::gemm_registry(), &TABLE, &f16, 132)
-            .unwrap()
-            .1,
-        Choice::Heuristic
-    );
-    assert_eq!(
-        (TABLE.device, TABLE.date),
-        ("NVIDIA H100 80GB HBM3", "2026-01-01")
-    );
-}
-
-/// Two rows at the same distance from 4096³ (2048 and 8192 are both one doubling away).
-static TIE: Table = Table::new(
-    "",
-    "",
-    &[
-        Entry {
-            signature: Signature {
-                element_a: DType::F16,
-                element_b: DType::F16,
-                element_c: DType::F16,
-                layout_a: Layout::Row,
-                layout_b: Layout::Column,
-                layout_c: Layout::Row,
-            },
-            m: 2048,
-            n: 4096,
-            k: 4096,
-            batch: 1,
-            kernel: &kernels::f16_sm90_128x128x64_2x1x1_cooperative::INFO,
-            split_k: 1,
-            tuning: cutlass_aot::Tuning {
-                raster: cutlass_aot::Raster::Heuristic,
-                max_swizzle: 0,
-            },
-            us: 90.0,
-        },
-        Entry {
-            signature: Signature {
-                element_a: DType::F16,
-                element_b: DType::F16,
-                element_c: DType::F16,
-                layout_a: Layout::Row,
-                layout_b: Layout::Column,
-                layout_c: Layout::Row,
-            },
-            m: 8192,
-            n: 4096,
-            k: 4096,
-            batch: 1,
-            kernel: &kernels::f16_sm90_128x128x64_2x1x1_pingpong::INFO,
-            split_k: 1,
-            tuning: cutlass_aot::Tuning {
-                raster: cutlass_aot::Raster::Heuristic,
-                max_swizzle: 0,
-            },
-            us: 400.0,
-        },
-    ],
-);
-
-#[test]
-fn table_lookup_breaks_distance_ties_by_measured_time() {
-    let problem = GemmProblem::new(
-        (4096, 4096, 4096),
-        (DType::F16, DType::F16, DType::F16),
-        (Layout::Row, Layout::Column, Layout::Row),
-    )
-    .on_compute_capability(90);
-    let entry = TIE.lookup(&problem).unwrap();
-    assert_eq!(
-        (entry.m, entry.kernel.rust_name),
-        (2048, "f16_sm90_128x128x64_2x1x1_cooperative")
-    );
-    // Batch counts are part of the distance: a batch of 4 is 2 away from every row, still a tie.
-    let entry = TIE.lookup(&problem.clone().batched(4)).unwrap();
-    assert_eq!(entry.m, 2048);
-    // Closer to the second row.
-    let entry = TIE.lookup(&GemmProblem { m: 8000, ..problem }).unwrap();
-    assert_eq!(entry.m, 8192);
 }
 
 #[test]
@@ -1665,48 +1524,49 @@ fn problem_of_reads_extents_from_a_and_b_and_the_batch_from_d() {
     assert_eq!((p.batch_count, p.compute_capability), (3, Some(80)));
     // Such a problem is what select sees: a 3.x kernel supports it on Hopper.
     let p = dispatch::problem_of(signature, &ops, 90);
-    let (chosen, _) = dispatch::select(common::gemm_registry(), &EMPTY, &p, 132).unwrap();
+    let (chosen, _) = select(&p).unwrap();
     assert_eq!(chosen.api(), Api::Cutlass3x, "{}", chosen.rust_name);
 }
 
 #[test]
 fn dispatch_follows_the_embedded_measured_table() {
-    // For every profiled shape of the embedded table, dispatch returns a measured kernel that is
-    // at least as fast as the row's own (the fastest of that orientation), on either orientation,
-    // and transposed rows are only ever used through the transposed problem.
-    let table = &kernels::DISPATCH;
+    // Every GEMM problem of the embedded H100 table runs a way at least as fast as each of its rows
+    // (measured, or estimated clearly faster, in either orientation).
+    let table = select::table_for(kernels::TABLES, H100.name, 90).expect("an H100 table");
+    // (Rows of kernels dispatch does not pick by default, such as TF32 ones, are not candidates.)
+    let rows: Vec<&Row> = table
+        .rows
+        .iter()
+        .filter(|r| r.key.op == "gemm" && Policy::default().allows(r.kernel))
+        .collect();
     assert!(
-        !table.entries.is_empty(),
-        "the build embeds bench/dispatch/nvidia_h200.tsv"
+        !rows.is_empty(),
+        "the build embeds bench/dispatch/nvidia_h100.tsv"
     );
-    for row in table.entries {
-        let sig = row.signature;
-        let problem = GemmProblem::new(
-            (row.m, row.n, row.k),
-            (sig.element_a, sig.element_b, sig.element_c),
-            (sig.layout_a, sig.layout_b, sig.layout_c),
-        )
-        .batched(row.batch)
-        .on_compute_capability(90);
-        let chosen = dispatch::select_any_orientation(common::gemm_registry(), table, &problem, 132).unwrap();
-        let oriented = match chosen.orientation {
-            dispatch::Orientation::AsGiven => problem.clone(),
-            dispatch::Orientation::Transposed => dispatch::transposed(&problem),
-        };
-        let entry = table
-            .lookup(&oriented)
-            .expect("a measured choice comes from the table");
-        assert!(std::ptr::eq(entry.kernel, chosen.kernel));
+    for r in rows {
+        let [la, lb, lc] = r.key.layouts.unwrap();
+        let [ea, eb, ec] = r.key.elements;
+        let [m, n, k, batch, ..] = r.key.dims;
+        let problem = GemmProblem::new((m, n, k), (ea, eb, ec), (la, lb, lc))
+            .batched(batch)
+            .on_compute_capability(90);
+        let chosen = select_in(&problem, table, Policy::default()).unwrap();
+        if chosen.choice.basis != Basis::Measured {
+            let margin = cutlass_aot::select::UNMEASURED_MARGIN;
+            assert!(
+                chosen.choice.estimate_us * margin <= r.us,
+                "{m}x{n}x{k}: {:?}",
+                chosen.choice
+            );
+        }
+        let oriented = chosen.orientation.problem(&problem);
         assert!(chosen.kernel.supports(&oriented).is_ok());
         assert!(
-            entry.us <= row.us + 1e-9,
-            "{}x{}x{}: chose {} at {} us over the row's {} us",
-            row.m,
-            row.n,
-            row.k,
+            chosen.choice.estimate_us <= r.us + 1e-9,
+            "{m}x{n}x{k}: chose {} at {} us over the row's {} us",
             chosen.kernel.name,
-            entry.us,
-            row.us
+            chosen.choice.estimate_us,
+            r.us
         );
     }
 }

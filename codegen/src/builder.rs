@@ -7,13 +7,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::compile::{self, CompileStats, JobLimiter, NvccSetup};
-use crate::conv_dispatch_table;
-use crate::dispatch_table;
 use crate::emit_cpp;
 use crate::emit_rust::{self, ElementwiseImage, UnitImage, UserImage};
 use crate::fsutil::{copy_if_changed, write_if_changed};
 use crate::manifest;
 use crate::static_cxx;
+use crate::table;
 use crate::toolchain;
 
 /// Environment variables that make the build skip nvcc: kernels get wrappers and registry
@@ -190,18 +189,18 @@ impl Builder {
         }
     }
 
-    /// A measured dispatch table to embed (`cutlass_aot::dispatch`): the TSV the profiler writes
-    /// with `--dispatch-out` (relative paths are relative to the crate root). May be called
-    /// several times: every table is embedded (`DISPATCH_TABLES`, in the order given) and the
-    /// runtime picks the one measured on the device it runs on. Without one, dispatch uses its
-    /// heuristic.
+    /// A measured selection table to embed (`cutlass_aot::select`, format in
+    /// [`crate::table`]): the TSV the sweeps write (relative paths are relative to the crate
+    /// root). May be called several times: tables of one device are merged, every device's is
+    /// embedded (`TABLES`) and the runtime picks the one measured on the device it runs on.
+    /// Without one, selection uses the bare cost model.
     pub fn dispatch_table(&mut self, path: impl AsRef<Path>) -> &mut Self {
         self.dispatch_tables
             .push(TableSource::File(path.as_ref().to_path_buf()));
         self
     }
 
-    /// Every `*.tsv` file of `dir` as a dispatch table ([`Builder::dispatch_table`]), sorted by
+    /// Every `*.tsv` file of `dir` as a table ([`Builder::dispatch_table`]), sorted by
     /// file name; read when the build runs, so that a table added to the directory is picked up
     /// (the build reruns when the directory or one of its tables changes). The directory must
     /// exist; it may be empty.
@@ -273,86 +272,51 @@ impl Builder {
         Ok(files)
     }
 
-    fn read_dispatch_tables(
+    /// Every table file, parsed against `kernels`; tables of one device are merged into one (rows
+    /// in the order read), in the order their devices first appear.
+    fn read_tables(
         &self,
         kernels: &[crate::model::GemmKernel],
         switched_off: &HashSet<&str>,
-    ) -> Result<Vec<dispatch_table::Table>, BuildError> {
-        let mut tables = Vec::new();
+    ) -> Result<Vec<table::Table>, BuildError> {
+        let mut tables: Vec<table::Table> = Vec::new();
         let mut errors = Vec::new();
         for path in self.dispatch_table_files()? {
             println!("cargo:rerun-if-changed={}", path.display());
             let text = std::fs::read_to_string(&path)
-                .map_err(|e| BuildError::Io(format!("reading the dispatch table {}: {e}", path.display())))?;
-            if conv_dispatch_table::is_conv_table(&text) {
+                .map_err(|e| BuildError::Io(format!("reading the table {}: {e}", path.display())))?;
+            if text.lines().next().map(str::trim_end) != Some(table::HEADER) {
+                errors.push(format!(
+                    "{}: the first line must be {:?} (a selection table, written by the sweeps: `examples/select_sweep.rs`, `conv_bench --dispatch-out`)",
+                    path.display(),
+                    table::HEADER
+                ));
                 continue;
             }
-            let table = match dispatch_table::parse(&text, &path.display().to_string(), kernels) {
-                Ok(table) => table,
+            let parsed = match table::parse(&text, &path.display().to_string(), kernels) {
+                Ok(parsed) => parsed,
                 Err(e) => {
                     errors.push(e);
                     continue;
                 }
             };
-            warn_unknown_kernels(&path, &table.unknown_kernels, switched_off, "the profiler");
-            if table.device.is_empty() {
+            warn_unknown_kernels(&path, &parsed.unknown_kernels, switched_off, "the sweep");
+            if parsed.device.is_empty() {
                 println!(
-                    "cargo:warning=cutlass-aot: the dispatch table {} has no `# device:` line; the runtime picks tables by device name, so it is never used",
+                    "cargo:warning=cutlass-aot: the table {} has no `# device:` line; the runtime picks tables by device name, so it is never used",
                     path.display()
                 );
-            } else if let Some(first) = tables
-                .iter()
-                .position(|t: &dispatch_table::Table| t.device == table.device)
-            {
-                println!(
-                    "cargo:warning=cutlass-aot: the dispatch table {} is the second one for {:?} (table {} of the list); the runtime uses the first",
-                    path.display(),
-                    table.device,
-                    first + 1
-                );
-            }
-            tables.push(table);
-        }
-        if errors.is_empty() {
-            Ok(tables)
-        } else {
-            Err(BuildError::Io(format!(
-                "invalid dispatch table:\n{}",
-                errors.join("\n")
-            )))
-        }
-    }
-
-    /// The conv tables among the dispatch table files (those whose first line is
-    /// [`conv_dispatch_table::HEADER`]), parsed against `kernels`.
-    fn read_conv_dispatch_tables(
-        &self,
-        kernels: &[crate::model::GemmKernel],
-        switched_off: &HashSet<&str>,
-    ) -> Result<Vec<conv_dispatch_table::Table>, BuildError> {
-        let mut tables = Vec::new();
-        let mut errors = Vec::new();
-        for path in self.dispatch_table_files()? {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| BuildError::Io(format!("reading the dispatch table {}: {e}", path.display())))?;
-            if !conv_dispatch_table::is_conv_table(&text) {
                 continue;
             }
-            match conv_dispatch_table::parse(&text, &path.display().to_string(), kernels) {
-                Ok(table) => {
-                    warn_unknown_kernels(&path, &table.unknown_kernels, switched_off, "conv_bench");
-                    tables.push(table);
-                }
-                Err(e) => errors.push(e),
+            match tables.iter_mut().find(|t| t.device == parsed.device) {
+                Some(same_device) => same_device.rows.extend(parsed.rows),
+                None => tables.push(parsed),
             }
         }
         if errors.is_empty() {
             Ok(tables)
         } else {
-            Err(BuildError::Io(format!(
-                "invalid conv dispatch table:\n{}",
-                errors.join("\n")
-            )))
+            Err(BuildError::Io(format!("invalid table:\n{}", errors.join("\n"))))
         }
     }
 
@@ -565,15 +529,13 @@ impl Builder {
             .manifest
             .file_name()
             .map_or_else(|| "manifest".into(), |n| n.to_string_lossy().into_owned());
-        let dispatch = self.read_dispatch_tables(&kernels, &switched_off)?;
-        let conv_dispatch = self.read_conv_dispatch_tables(&kernels, &switched_off)?;
+        let tables = self.read_tables(&kernels, &switched_off)?;
         let generated = emit_rust::Generated {
             units: &images,
             manifest_order: &kernels,
             elementwise: &elementwise_images,
             user_kernels: &user_images,
-            dispatch: &dispatch,
-            conv_dispatch: &conv_dispatch,
+            tables: &tables,
         };
         let rust =
             emit_rust::generate(&label, &generated).map_err(|e| BuildError::Generate(e.to_string()))?;
@@ -723,9 +685,10 @@ operations:
 
     fn table_text(device: &str, kernel: &str, m: usize) -> String {
         format!(
-            "# cutlass-aot dispatch table\n# device: {device}\n# date: 2026-11-24\n{}\n\
-             bf16\tbf16\tbf16\ttnt\t{m}\t4096\t4096\t1\t{kernel}\t1\tm\t8\t100.5\n",
-            dispatch_table::COLUMNS
+            "{}\n# device: {device}\n# date: 2026-11-24\n{}\n\
+             gemm\tbf16\tbf16\tbf16\ttnt\t{m},4096,4096,1\t{kernel}\t1\tm\t8\t100.5\n",
+            table::HEADER,
+            table::COLUMNS
         )
     }
 
@@ -758,39 +721,33 @@ operations:
                 dir.join("nvidia_h200.tsv")
             ]
         );
-        let tables = builder.read_dispatch_tables(&ks, &HashSet::new()).unwrap();
+        let tables = builder.read_tables(&ks, &HashSet::new()).unwrap();
         let devices: Vec<&str> = tables.iter().map(|t| t.device.as_str()).collect();
         assert_eq!(
             devices,
             ["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200"]
         );
-        let firsts: Vec<usize> = tables.iter().map(|t| t.rows[0].m).collect();
+        let firsts: Vec<usize> = tables.iter().map(|t| t.rows[0].dims[0]).collect();
         assert_eq!(firsts, [3, 1, 2]);
-        assert_eq!(tables[1].rows[0].raster, dispatch_table::Raster::AlongM);
+        assert_eq!(tables[1].rows[0].raster, table::Raster::AlongM);
         assert_eq!(tables[1].rows[0].swizzle, 8);
 
         // No tables: none embedded.
         assert!(Builder::new("m.yaml")
-            .read_dispatch_tables(&ks, &HashSet::new())
+            .read_tables(&ks, &HashSet::new())
             .unwrap()
             .is_empty());
         // An empty directory is fine.
         let empty = scratch("tables-empty");
         let mut builder = Builder::new("m.yaml");
         builder.dispatch_tables_in(&empty);
-        assert!(builder
-            .read_dispatch_tables(&ks, &HashSet::new())
-            .unwrap()
-            .is_empty());
+        assert!(builder.read_tables(&ks, &HashSet::new()).unwrap().is_empty());
         let _ = std::fs::remove_dir_all(&empty);
 
         // A missing directory is an error naming it.
         let mut builder = Builder::new("m.yaml");
         builder.dispatch_tables_in(dir.join("missing"));
-        let error = builder
-            .read_dispatch_tables(&ks, &HashSet::new())
-            .unwrap_err()
-            .to_string();
+        let error = builder.read_tables(&ks, &HashSet::new()).unwrap_err().to_string();
         assert!(
             error.contains("missing") && error.contains("dispatch tables"),
             "{error}"
@@ -809,12 +766,29 @@ operations:
         .unwrap();
         let mut builder = Builder::new("m.yaml");
         builder.dispatch_tables_in(&dir);
-        let error = builder
-            .read_dispatch_tables(&ks, &HashSet::new())
-            .unwrap_err()
-            .to_string();
+        let error = builder.read_tables(&ks, &HashSet::new()).unwrap_err().to_string();
         assert!(error.contains("nvidia_h100.tsv:5: raster \"x\""), "{error}");
         assert!(error.contains("nvidia_h200.tsv:5: swizzle \"3\""), "{error}");
+
+        // Two files of one device merge; a file of another format is an error naming the header.
+        std::fs::write(
+            dir.join("nvidia_h100.tsv"),
+            table_text("NVIDIA H100 80GB HBM3", name, 1),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("nvidia_h200.tsv"),
+            table_text("NVIDIA H100 80GB HBM3", name, 2),
+        )
+        .unwrap();
+        let mut builder = Builder::new("m.yaml");
+        builder.dispatch_tables_in(&dir);
+        let tables = builder.read_tables(&ks, &HashSet::new()).unwrap();
+        assert_eq!(tables.len(), 1);
+        assert_eq!(tables[0].rows.len(), 2);
+        std::fs::write(dir.join("old.txt.tsv"), "# cutlass-aot dispatch table\n").unwrap();
+        let error = builder.read_tables(&ks, &HashSet::new()).unwrap_err().to_string();
+        assert!(error.contains("old.txt.tsv: the first line must be"), "{error}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

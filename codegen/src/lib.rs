@@ -3,7 +3,7 @@
 //! The pipeline, one module per step:
 //! [`manifest`] (read + validate YAML) → [`model`] (resolved kernels) → [`emit_cpp`] (CUTLASS C++
 //! translation units) → [`compile`] (nvcc, parallel, content-addressed cache) → [`emit_rust`]
-//! (typed wrappers + registry + the measured [`dispatch_table`]). [`toolchain`] finds or installs nvcc and CUTLASS; [`builder`] ties
+//! (typed wrappers + registry + the measured [`table`]). [`toolchain`] finds or installs nvcc and CUTLASS; [`builder`] ties
 //! it together for a `build.rs`:
 //!
 //! ```no_run
@@ -13,9 +13,7 @@
 
 pub mod builder;
 pub mod compile;
-pub mod conv_dispatch_table;
 pub mod custom;
-pub mod dispatch_table;
 pub mod elementwise;
 pub mod emit_cpp;
 pub mod emit_rust;
@@ -23,6 +21,7 @@ mod fsutil;
 pub mod manifest;
 pub mod model;
 pub mod static_cxx;
+pub mod table;
 pub mod toolchain;
 
 pub use builder::{run_build_script, BuildError, BuildSummary, Builder};

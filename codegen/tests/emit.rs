@@ -136,34 +136,32 @@ operations:
     batch_mode: array
 ";
 
-/// Two measured tables: one in the older 10-column format naming one kernel of the manifest and
-/// one it does not have, and one in the current format (split-K slices, raster, swizzle).
-fn dispatch_tables(
-    kernels: &[cutlass_aot_build::model::GemmKernel],
-) -> Vec<cutlass_aot_build::dispatch_table::Table> {
+/// Two measured tables: one naming one kernel of the manifest and one it does not have, and one
+/// of another device with a conv-free GEMM row at split-K and a tuned row.
+fn dispatch_tables(kernels: &[cutlass_aot_build::model::GemmKernel]) -> Vec<cutlass_aot_build::table::Table> {
+    use cutlass_aot_build::table::{parse, COLUMNS, HEADER};
     let name = &kernels
         .iter()
         .find(|k| k.rust_name == "bf16_sm90_cooperative")
         .unwrap()
         .name;
     let text = format!(
-        "# device: NVIDIA H100 80GB HBM3\n# date: 2026-11-21\n\
-         bf16\tbf16\tbf16\ttnt\t4096\t4096\t4096\t1\t{name}\t180.25\n\
-         bf16\tbf16\tbf16\ttnt\t16\t4096\t4096\t1\tcutlass3x_gone\t10.5\n"
+        "{HEADER}\n# device: NVIDIA H100 80GB HBM3\n# date: 2026-11-21\n{COLUMNS}\n\
+         gemm\tbf16\tbf16\tbf16\ttnt\t4096,4096,4096,1\t{name}\t1\tauto\t0\t180.25\n\
+         gemm\tbf16\tbf16\tbf16\ttnt\t16,4096,4096,1\tcutlass3x_gone\t1\tauto\t0\t10.5\n"
     );
-    let old = cutlass_aot_build::dispatch_table::parse(&text, "golden.tsv", kernels).unwrap();
-    assert_eq!(old.unknown_kernels, ["cutlass3x_gone"]);
+    let first = parse(&text, "golden.tsv", kernels).unwrap();
+    assert_eq!(first.unknown_kernels, ["cutlass3x_gone"]);
     let hgemm = &kernels.iter().find(|k| k.rust_name == "hgemm_tn").unwrap().name;
     let text = format!(
-        "# cutlass-aot dispatch table\n# device: NVIDIA H200\n# date: 2026-11-24\n{}\n\
-         bf16\tbf16\tbf16\ttnt\t8192\t8192\t8192\t1\t{name}\t1\tn\t8\t1403.5\n\
-         f16\tf16\tf16\ttnn\t512\t512\t32768\t1\t{hgemm}\t8\tauto\t0\t95.25\n",
-        cutlass_aot_build::dispatch_table::COLUMNS
+        "{HEADER}\n# device: NVIDIA H200\n# date: 2026-11-24\n{COLUMNS}\n\
+         gemm\tbf16\tbf16\tbf16\ttnt\t8192,8192,8192,1\t{name}\t1\tn\t8\t1403.5\n\
+         gemm\tf16\tf16\tf16\ttnn\t512,512,32768,1\t{hgemm}\t8\tauto\t0\t95.25\n"
     );
-    let new = cutlass_aot_build::dispatch_table::parse(&text, "golden_h200.tsv", kernels).unwrap();
-    assert!(new.unknown_kernels.is_empty());
-    assert_eq!(new.rows.len(), 2);
-    vec![old, new]
+    let second = parse(&text, "golden_h200.tsv", kernels).unwrap();
+    assert!(second.unknown_kernels.is_empty());
+    assert_eq!(second.rows.len(), 2);
+    vec![first, second]
 }
 
 fn golden(name: &str) -> PathBuf {
@@ -294,27 +292,21 @@ fn emitted_rust_matches_golden() {
         "stub build must not embed images"
     );
     check_golden("kernels_without_nvcc.rs", &stub);
-    // Without measured tables: an empty list, and the single-table alias is the empty table.
+    // Without measured tables: an empty list.
     let none = generate(&images, &kernels, &[]).unwrap();
     let squeezed: String = none.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        squeezed.contains("pub static DISPATCH_TABLES: &[::cutlass_aot::dispatch::Table] = &[];"),
+        squeezed.contains("pub(super) static TABLES: [Table; 0usize] = [];"),
         "{squeezed}"
     );
-    assert!(
-        squeezed.contains(
-            "pub static DISPATCH: ::cutlass_aot::dispatch::Table = ::cutlass_aot::dispatch::Table::new( \"\", \"\", &[], );"
-        ),
-        "{squeezed}"
-    );
-    assert!(!none.contains("dispatch::Entry"));
+    assert!(!none.contains("Row::emitted"));
 }
 
 /// The generated file of CUTLASS kernels only.
 fn generate(
     images: &[UnitImage<'_>],
     kernels: &[cutlass_aot_build::model::GemmKernel],
-    tables: &[cutlass_aot_build::dispatch_table::Table],
+    tables: &[cutlass_aot_build::table::Table],
 ) -> Result<String, syn::Error> {
     emit_rust::generate(
         "golden.yaml",
@@ -323,8 +315,7 @@ fn generate(
             manifest_order: kernels,
             elementwise: &[],
             user_kernels: &[],
-            dispatch: tables,
-            conv_dispatch: &[],
+            tables,
         },
     )
 }

@@ -16,12 +16,13 @@ use std::ffi::{c_void, CStr};
 
 use cudarc::driver::CudaStream;
 
-pub mod calibration;
 pub mod dispatch;
+mod dispatch_plan;
 pub mod first_layer;
 mod problem;
 pub mod stride_phases;
 mod tensor;
+pub mod ways;
 
 pub use problem::{Conv2dProblem, ConvMode};
 pub use tensor::{
@@ -286,7 +287,7 @@ pub unsafe fn launch_raw(
         return unsafe { crate::launch::enqueue_prepared(info, info.entry, stream, &device, &prepared, 0) };
     }
     // Params embed the workspace address: hold the scratch until every kernel is enqueued.
-    let mut scratch = Scratch::of(stream, workspace);
+    let mut scratch = Scratch::of(stream, workspace)?;
     let (prepared, workspace) = scratch.fit(stream, info.name, |address, capacity| {
         args.workspace = address as *mut c_void;
         args.workspace_capacity = capacity as u64;

@@ -372,7 +372,7 @@ pub(crate) unsafe fn launch_raw(
     full.encode_im2col = crate::tma::encode_im2col(info.name)?;
     let element_bytes = info.gemm().b.element.bits() as usize / 8;
     let cd_bytes = info.gemm().c.element.bits() as usize / 8;
-    let mut scratch = Scratch::of(stream, workspace);
+    let mut scratch = Scratch::of(stream, workspace)?;
     let (base, _) = scratch.at_least(stream, total)?;
     let filters_at = base + workspaces as u64;
 

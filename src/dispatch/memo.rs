@@ -1,22 +1,13 @@
-//! Dispatch decisions remembered per problem: choosing scans the table and asks every kernel's
-//! `supports` (for a staged problem, for eight layout combinations), tens to hundreds of
-//! microseconds; a training or serving loop repeats the same few problems, so each is decided once.
-//!
-//! The key is everything a decision depends on: registry, table, device, policy, types and layouts,
+//! The key of GEMM dispatch's decisions in the engine's memo ([`crate::select::memo`]): it is everything a decision depends on: registry, table, device, policy, types and layouts,
 //! extents, each operand's leading dimension, batch count and stride, its address modulo 256 (only
 //! alignment matters), whether C is read, and split-K. What is remembered is the kernel choice and,
 //! for a staged problem, the layouts staged into; the staging plan itself (which names the caller's
-//! addresses) is rebuilt per call. The memo holds at most [`CAPACITY`] problems and starts over when
-//! full.
-
-use std::collections::HashMap;
-use std::sync::Mutex;
+//! addresses) is rebuilt per call.
 
 use super::{Policy, Selection, Signature};
 use crate::gemm::{GemmOperands, Operand};
 use crate::model::Layout;
-
-const CAPACITY: usize = 4096;
+use crate::select::memo::Memo;
 
 /// What is remembered: the selection, and the layouts staged into (`None`: direct).
 pub(super) type Remembered = (Selection, Option<[Layout; 3]>);
@@ -79,18 +70,5 @@ impl Key {
     }
 }
 
-static MEMO: Mutex<Option<HashMap<Key, Remembered>>> = Mutex::new(None);
-
-pub(super) fn get(key: &Key) -> Option<Remembered> {
-    let memo = MEMO.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    memo.as_ref()?.get(key).copied()
-}
-
-pub(super) fn put(key: Key, value: Remembered) {
-    let mut memo = MEMO.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let map = memo.get_or_insert_with(HashMap::new);
-    if map.len() >= CAPACITY {
-        map.clear();
-    }
-    map.insert(key, value);
-}
+/// GEMM dispatch's remembered decisions.
+pub(super) static MEMO: Memo<Key, Remembered> = Memo::new();

@@ -1,21 +1,12 @@
-//! Kernel selection: given a problem, the best compiled kernel that can run it.
+//! GEMM dispatch: given a problem, the fastest compiled way to run it, without naming a kernel.
 //!
-//! Two sources, in order:
-//! 1. **A measured table** ([`Table`]): the profiler (`examples/profiler.rs --dispatch-out`) records,
-//!    for each profiled shape and type/layout combination, the fastest verified kernel; the build
-//!    embeds that table ([`crate::kernels::DISPATCH`]). A problem takes the kernel of the nearest
-//!    profiled shape of its types and layouts (distance: sum of |log2| ratios of m, n, k and batch)
-//!    among the entries whose kernel supports it.
-//! 2. **A heuristic** where the table has nothing for the types and layouts: among the kernels that
-//!    support the problem (Hopper kernels first on Hopper), the lowest estimated cost, where cost =
-//!    the work of the busiest multiprocessor in tile-sized steps (output tiles quantised to waves
-//!    of one tile per SM for persistent kernels; evenly split including K for stream-K kernels,
-//!    plus 10 % for its reduction), times a per-tile efficiency penalty `1 + 32/tile_m + 32/tile_n`
-//!    (small tiles re-read more operands per flop). Ties go to manifest order.
-//!
-//! Both orientations of a problem are considered: D = A·B as given, and D^T = B^T·A^T (the same
-//! buffers read transposed, see [`Orientation`]), which lets small-M problems use kernels with a
-//! narrow N tile.
+//! The ways ([`candidates`]): every allowed kernel that supports the problem as given or
+//! transposed (D^T = B^T·A^T, which lets small-M problems use narrow-N kernels), at every split-K
+//! slice count it supports, directly or with the operands in the way staged into the layouts of
+//! another kernel ([`stage`]). The selection engine ([`crate::select`]) estimates each — the
+//! device's measured table where it timed this very way, else the cost model calibrated on the
+//! table's rows, else the bare model — and the lowest estimate runs. Decisions are remembered per
+//! problem.
 //!
 //! Users who know which kernel they want call its typed function (`kernels::<name>::run`) directly.
 
@@ -26,149 +17,18 @@ use crate::kernel::KernelInfo;
 use crate::matrix::{MatrixMut, MatrixRef};
 use crate::model::{DType, Layout, MathOp, OperationKind, SplitK};
 use crate::registry::Registry;
+use crate::select::{self, table_for, Choice, Table, NO_TABLE};
 use crate::types::{Element, LayoutTag};
 use crate::CudaStream;
 
+pub mod candidates;
 mod memo;
+mod plan;
 mod refusal;
 pub mod stage;
 
-/// One measured row: the fastest kernel for one shape and type/layout combination.
-#[derive(Debug)]
-pub struct Entry {
-    /// Types and layouts of the profiled problem.
-    pub signature: Signature,
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-    pub batch: usize,
-    pub kernel: &'static KernelInfo,
-    /// Split-K slices it was measured with (1: none; stream-K and serial/parallel split-K kernels
-    /// take more).
-    pub split_k: usize,
-    /// The run-time rasterisation it was measured with (3.x kernels; 2.x kernels ignore it).
-    pub tuning: crate::gemm::Tuning,
-    /// Its measured time, microseconds.
-    pub us: f64,
-}
-
-/// A measured dispatch table, as embedded by the build (`bench/dispatch/*.tsv`, one per device).
-#[derive(Debug)]
-pub struct Table {
-    /// The device it was measured on (from the table's header, as the driver names it), or ""
-    /// when none was embedded.
-    pub device: &'static str,
-    /// The date of the measurement.
-    pub date: &'static str,
-    pub entries: &'static [Entry],
-}
-
-impl Table {
-    pub const fn new(device: &'static str, date: &'static str, entries: &'static [Entry]) -> Self {
-        Table {
-            device,
-            date,
-            entries,
-        }
-    }
-
-    /// The entry of the nearest profiled shape with the problem's types and layouts whose kernel
-    /// supports the problem.
-    pub fn lookup(&self, problem: &GemmProblem) -> Option<&'static Entry> {
-        self.lookup_in(problem, Policy::default())
-    }
-
-    /// [`Self::lookup`] among the kernels `policy` allows.
-    pub fn lookup_in(&self, problem: &GemmProblem, policy: Policy) -> Option<&'static Entry> {
-        let entries: &'static [Entry] = self.entries;
-        entries
-            .iter()
-            .filter(|e| e.signature == Signature::of(problem))
-            .filter(|e| policy.allows(e.kernel))
-            .filter(|e| e.kernel.supports(&with_slices(problem, e.split_k)).is_ok())
-            .min_by(|x, y| {
-                let key = |e: &Entry| (shape_distance(e, problem), e.us);
-                key(x).partial_cmp(&key(y)).unwrap_or(std::cmp::Ordering::Equal)
-            })
-    }
-}
-
-fn shape_distance(e: &Entry, p: &GemmProblem) -> f64 {
-    let d = |a: usize, b: usize| ((a.max(1) as f64).log2() - (b.max(1) as f64).log2()).abs();
-    d(e.m, p.m) + d(e.n, p.n) + d(e.k, p.k) + d(e.batch, p.batch_count)
-}
-
-/// How a kernel was chosen.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Choice {
-    /// From the measured table: the nearest profiled shape.
-    Table {
-        m: usize,
-        n: usize,
-        k: usize,
-        batch: usize,
-    },
-    /// From the heuristic (the table has nothing for these types and layouts).
-    Heuristic,
-    /// Nothing to choose: the problem is empty.
-    Empty,
-}
-
-/// The table of `tables` measured on the device named `device` with compute capability
-/// `compute_capability` (major·10 + minor).
-///
-/// * A table measured on a device of that exact name wins (`NVIDIA H100 80GB HBM3`).
-/// * Otherwise another device of the same architecture: a table whose device shares the name's
-///   model (`H100`, `H200`, `A100`, ... the first word with a digit after "NVIDIA"), else, on
-///   compute capability 9.0, any Hopper table (`H100` first): the kernels and their relative speed
-///   carry over between Hopper parts, only memory bandwidth differs.
-/// * Otherwise (an Ampere or Ada GPU without a measured table) none: dispatch uses its heuristic,
-///   because times measured on another architecture rank the kernels wrongly.
-pub fn table_for<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Option<&'t T> {
-    if let Some(exact) = tables.iter().find(|t| t.device() == device) {
-        return Some(exact);
-    }
-    let model = |name: &str| {
-        name.split_whitespace()
-            .find(|w| *w != "NVIDIA" && w.chars().any(|c| c.is_ascii_digit()))
-            .map(str::to_ascii_uppercase)
-    };
-    if let Some(wanted) = model(device) {
-        if let Some(same_model) = tables
-            .iter()
-            .find(|t| model(t.device()).as_deref() == Some(wanted.as_str()))
-        {
-            return Some(same_model);
-        }
-    }
-    if compute_capability == 90 {
-        let hopper = |t: &&T| {
-            ["H100", "H200", "H800", "H20", "GH200"]
-                .iter()
-                .any(|m| model(t.device()).as_deref() == Some(m))
-        };
-        let mut hoppers: Vec<&T> = tables.iter().filter(hopper).collect();
-        hoppers.sort_by_key(|t| !t.device().contains("H100"));
-        return hoppers.first().copied();
-    }
-    None
-}
-
-/// A table measured on one device ([`Table`], and conv's `conv::dispatch::Table`), for
-/// [`table_for`].
-pub trait MeasuredOn {
-    /// The device's name as the driver reports it ("" for none).
-    fn device(&self) -> &str;
-}
-
-impl MeasuredOn for Table {
-    fn device(&self) -> &str {
-        self.device
-    }
-}
-
-/// The empty table (dispatch by heuristic only).
-pub static NO_TABLE: Table = Table::new("", "", &[]);
+pub use candidates::GemmWay;
+pub use plan::{plan, plan_in, plan_raw, Matrices, Plan};
 
 /// What dispatch may trade for speed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -192,71 +52,6 @@ pub fn rounds_to_tf32(kernel: &KernelInfo) -> bool {
     op.a.element == DType::F32
         && kernel.design.opclass() == crate::model::OpClass::TensorOp
         && op.math == MathOp::MultiplyAdd
-}
-
-/// `problem` with `slices` split-K slices (a table entry's).
-fn with_slices(problem: &GemmProblem, slices: usize) -> GemmProblem {
-    GemmProblem {
-        split_k_slices: slices.max(1),
-        ..problem.clone()
-    }
-}
-
-/// Picks the kernel of `registry` for `problem` on a device with `multiprocessors` SMs, from
-/// `table` first, then the heuristic. `problem.compute_capability` should be set, so that kernels
-/// the device cannot run are excluded. Err lists why no kernel supports the problem.
-pub fn select(
-    registry: &Registry,
-    table: &Table,
-    problem: &GemmProblem,
-    multiprocessors: u32,
-) -> Result<(&'static KernelInfo, Choice), Error> {
-    select_in(registry, table, problem, multiprocessors, Policy::default())
-}
-
-/// [`select`] under `policy`.
-pub fn select_in(
-    registry: &Registry,
-    table: &Table,
-    problem: &GemmProblem,
-    multiprocessors: u32,
-    policy: Policy,
-) -> Result<(&'static KernelInfo, Choice), Error> {
-    if let Some(entry) = table.lookup_in(problem, policy) {
-        let choice = Choice::Table {
-            m: entry.m,
-            n: entry.n,
-            k: entry.k,
-            batch: entry.batch,
-        };
-        return Ok((entry.kernel, choice));
-    }
-    heuristic(registry, problem, multiprocessors, policy)
-        .map(|(_, kernel)| (kernel, Choice::Heuristic))
-        .ok_or_else(|| refusal::no_kernel(registry, problem, policy))
-}
-
-/// The heuristic's pick for `problem`: the supporting kernel of lowest [`estimated_cost`], with
-/// that cost; kernels of the newest generation the device runs first (3.x kernels only run on
-/// their own architecture). `None` when no kernel supports the problem.
-fn heuristic(
-    registry: &Registry,
-    problem: &GemmProblem,
-    multiprocessors: u32,
-    policy: Policy,
-) -> Option<(f64, &'static KernelInfo)> {
-    let candidates: Vec<&'static KernelInfo> = registry
-        .all()
-        .iter()
-        .copied()
-        .filter(|k| policy.allows(k) && k.supports(problem).is_ok())
-        .collect();
-    let best_api = candidates.iter().map(|k| k.api()).max();
-    candidates
-        .into_iter()
-        .filter(|k| Some(k.api()) == best_api)
-        .map(|k| (estimated_cost(k, problem, multiprocessors), k))
-        .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
 }
 
 /// Whether the heuristic may pick `kernel` for a problem of its types: not a fused one (it computes
@@ -319,92 +114,13 @@ impl Selection {
 #[derive(Clone, Copy, Debug)]
 pub struct Selection {
     pub kernel: &'static KernelInfo,
+    /// Why: how its time was estimated.
     pub choice: Choice,
     pub orientation: Orientation,
-    /// Split-K slices to launch with (a table entry's; 1 from the heuristic).
+    /// Split-K slices to launch with.
     pub split_k: usize,
-    /// Run-time rasterisation to launch with (a table entry's; the default from the heuristic).
+    /// Run-time rasterisation to launch with (the measured row's; the default otherwise).
     pub tuning: crate::gemm::Tuning,
-}
-
-/// [`select`] over both orientations of `problem` (as given and transposed, see [`Orientation`]).
-/// Measured entries win over the heuristic. Between orientations with measured entries, the one
-/// measured nearer to the problem wins; where both are about as near (within half an octave of
-/// shape distance), the lower measured time scaled to the problem's flops. Without measurements,
-/// the lower heuristic cost.
-pub fn select_any_orientation(
-    registry: &Registry,
-    table: &Table,
-    problem: &GemmProblem,
-    multiprocessors: u32,
-) -> Result<Selection, Error> {
-    select_any_orientation_in(registry, table, problem, multiprocessors, Policy::default())
-}
-
-/// [`select_any_orientation`] under `policy`.
-pub fn select_any_orientation_in(
-    registry: &Registry,
-    table: &Table,
-    problem: &GemmProblem,
-    multiprocessors: u32,
-    policy: Policy,
-) -> Result<Selection, Error> {
-    let oriented = [
-        (Orientation::AsGiven, problem.clone()),
-        (Orientation::Transposed, transposed(problem)),
-    ];
-    let flops = |m: usize, n: usize, k: usize, batch: usize| (m * n * k * batch).max(1) as f64;
-    // Each orientation's nearest measured entry: (shape distance, time scaled to the problem).
-    let measured: Vec<(f64, f64, Selection)> = oriented
-        .iter()
-        .filter_map(|(orientation, p)| {
-            let entry = table.lookup_in(p, policy)?;
-            let estimate = entry.us * flops(p.m, p.n, p.k, p.batch_count)
-                / flops(entry.m, entry.n, entry.k, entry.batch);
-            let choice = Choice::Table {
-                m: entry.m,
-                n: entry.n,
-                k: entry.k,
-                batch: entry.batch,
-            };
-            let selection = Selection {
-                kernel: entry.kernel,
-                choice,
-                orientation: *orientation,
-                split_k: entry.split_k.max(1),
-                tuning: entry.tuning,
-            };
-            Some((shape_distance(entry, p), estimate, selection))
-        })
-        .collect();
-    // Times measured far from the problem do not extrapolate: the orientation measured nearer to
-    // the problem wins; only where both are about as near (within half an octave in total) does
-    // the lower time decide.
-    let nearest = measured.iter().map(|m| m.0).fold(f64::INFINITY, f64::min);
-    let measured = measured
-        .into_iter()
-        .filter(|m| m.0 <= nearest + 0.5)
-        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal))
-        .map(|(_, estimate, selection)| (estimate, selection));
-    if let Some((_, selection)) = measured {
-        return Ok(selection);
-    }
-    oriented
-        .iter()
-        .filter_map(|(orientation, p)| {
-            let (cost, kernel) = heuristic(registry, p, multiprocessors, policy)?;
-            let selection = Selection {
-                kernel,
-                choice: Choice::Heuristic,
-                orientation: *orientation,
-                split_k: 1,
-                tuning: crate::gemm::Tuning::default(),
-            };
-            Some((cost, selection))
-        })
-        .min_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal))
-        .map(|(_, selection)| selection)
-        .ok_or_else(|| refusal::no_kernel(registry, problem, policy))
 }
 
 /// The problem D^T = B^T·A^T that computes the same D (see [`Orientation::Transposed`]).
@@ -468,29 +184,6 @@ pub fn transposed_operands(ops: &GemmOperands) -> GemmOperands {
     }
 }
 
-/// The heuristic's cost of `kernel` for `problem` (arbitrary units; only comparisons matter).
-pub fn estimated_cost(kernel: &KernelInfo, problem: &GemmProblem, multiprocessors: u32) -> f64 {
-    let (tm, tn) = (kernel.tile().m.max(1) as f64, kernel.tile().n.max(1) as f64);
-    let sms = multiprocessors.max(1) as f64;
-    let tiles_m = (problem.m as f64 / tm).ceil();
-    let tiles_n = (problem.n as f64 / tn).ceil();
-    let tiles = tiles_m * tiles_n * problem.batch_count as f64;
-    let k = problem.k as f64;
-    let busiest = if kernel.design.split_k() == SplitK::StreamK {
-        // Output tiles and their K iterations are spread evenly over the SMs.
-        1.1 * tiles * tm * tn * k / sms
-    } else {
-        (tiles / sms).ceil() * tm * tn * k
-    };
-    // 3xTF32 does three TF32 products per multiply-add.
-    let products = if kernel.gemm().math == MathOp::MultiplyAddFastF32 {
-        3.0
-    } else {
-        1.0
-    };
-    products * busiest * (1.0 + 32.0 / tm + 32.0 / tn)
-}
-
 /// Types and layouts of a GEMM's operands, for the untyped dispatch path and the table's keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Signature {
@@ -531,8 +224,8 @@ pub struct Options<'w> {
 pub struct Dispatched {
     /// The kernel, or `None` when there was nothing to compute (M, N or the batch count is 0).
     pub kernel: Option<&'static KernelInfo>,
-    /// How it was chosen.
-    pub choice: Choice,
+    /// How it was chosen (`None` when nothing was launched).
+    pub choice: Option<Choice>,
     pub orientation: Orientation,
     /// Operands copied into scratch memory first ("A", "B", "C", "D"), where no kernel could read
     /// them as they lie (see [`stage`]); empty on the direct path.
@@ -545,7 +238,7 @@ impl Dispatched {
     fn nothing() -> Self {
         Dispatched {
             kernel: None,
-            choice: Choice::Empty,
+            choice: None,
             orientation: Orientation::AsGiven,
             staged: Vec::new(),
             split_k: 1,
@@ -558,13 +251,9 @@ impl Dispatched {
         let Some(kernel) = self.kernel else {
             return "nothing launched: the problem is empty (M, N or batch count 0)".into();
         };
-        let why = match self.choice {
-            Choice::Table { m, n, k, batch } => {
-                format!("measured table, nearest profiled shape {m}x{n}x{k} (batch {batch})")
-            }
-            Choice::Heuristic => "heuristic (no measured entry for these types and layouts)".into(),
-            Choice::Empty => "empty problem".into(),
-        };
+        let why = self
+            .choice
+            .map_or_else(|| "nothing chosen".into(), |c| c.describe());
         let mut line = format!("{} ({why}", kernel.rust_name);
         if self.orientation == Orientation::Transposed {
             line.push_str("; run transposed, D^T = B^T A^T");
@@ -583,7 +272,7 @@ impl Dispatched {
     }
 }
 
-/// Chooses a kernel for `operands` (see [`select`]) from this crate's registry and the embedded
+/// Chooses a way to run `operands` (see the module documentation) from this crate's registry and the embedded
 /// table of this device (see [`table_for`]), and launches it on `stream`.
 ///
 /// # Safety
@@ -598,7 +287,7 @@ pub unsafe fn launch_raw(
     unsafe {
         launch_raw_with(
             &crate::kernels::REGISTRY,
-            crate::kernels::DISPATCH_TABLES,
+            crate::kernels::TABLES,
             stream,
             signature,
             operands,
@@ -631,17 +320,16 @@ pub fn decide(
     policy: Policy,
 ) -> Result<Decision, Error> {
     let key = memo::Key::new(registry, table, device, policy, signature, operands);
-    if let Some((selection, staged_layouts)) = memo::get(&key) {
-        let staging = staged_layouts.map(|layouts| stage::StagePlan::new(signature, operands, layouts));
-        return Ok(Decision { selection, staging });
-    }
-    let decision = decide_afresh(registry, table, signature, operands, device, policy)?;
-    let staged_layouts = decision.staging.as_ref().map(|plan| {
-        let s = plan.signature;
-        [s.layout_a, s.layout_b, s.layout_c]
-    });
-    memo::put(key, (decision.selection, staged_layouts));
-    Ok(decision)
+    let (selection, staged_layouts) = memo::MEMO.get_or_try(key, || {
+        let decision = decide_afresh(registry, table, signature, operands, device, policy)?;
+        let staged = decision.staging.as_ref().map(|plan| {
+            let s = plan.signature;
+            [s.layout_a, s.layout_b, s.layout_c]
+        });
+        Ok::<_, Error>((decision.selection, staged))
+    })?;
+    let staging = staged_layouts.map(|layouts| stage::StagePlan::new(signature, operands, layouts));
+    Ok(Decision { selection, staging })
 }
 
 /// [`decide`] without the memo.
@@ -654,85 +342,81 @@ fn decide_afresh(
     policy: Policy,
 ) -> Result<Decision, Error> {
     let problem = problem_of(signature, operands, device.compute_capability);
-    let direct = if problem.k > 0 {
-        select_any_orientation_in(registry, table, &problem, device.multiprocessors, policy)
-    } else {
-        Err(Error::invalid("dispatch", String::new()))
+    let chosen = context(table, device)
+        .choose(ways(registry, signature, operands, device, policy))
+        .ok_or_else(|| refusal::no_kernel(registry, &problem, policy))?;
+    let selection = Selection {
+        kernel: chosen.kernel,
+        choice: chosen.choice(),
+        orientation: chosen.way.orientation,
+        split_k: chosen.split_k,
+        tuning: chosen.tuning,
     };
-    // A direct run is estimated like a staged one; staging must win clearly (the direct choice
-    // may come from the measured table, staging estimates only from the model).
-    let direct_seconds = direct.as_ref().ok().map(|selection| {
-        let oriented = selection.orientation.problem(&problem);
-        estimated_seconds(selection.kernel, &oriented, device.multiprocessors) * STAGING_MARGIN
-    });
-    // Every layout combination a kernel could take: the one whose staging and kernel together
-    // take the least estimated time (a 2.x kernel in the problem's layouts can lose to copying an
-    // operand into the layout of a 3.x kernel, or of a narrow-tile kernel run transposed).
-    let layouts = [Layout::Row, Layout::Column];
-    let mut best: Option<(f64, Selection, stage::StagePlan)> = None;
-    for la in layouts {
-        for lb in layouts {
-            for lc in layouts {
-                let plan = stage::StagePlan::new(signature, operands, [la, lb, lc]);
-                let staged = problem_of(plan.signature, &plan.at(0), device.compute_capability);
-                let Ok(selection) =
-                    select_any_orientation_in(registry, table, &staged, device.multiprocessors, policy)
-                else {
-                    continue;
-                };
-                let oriented = selection.orientation.problem(&staged);
-                let seconds = estimated_seconds(selection.kernel, &oriented, device.multiprocessors)
-                    + plan.traffic as f64 / STAGING_BYTES_PER_SECOND
-                    + plan.launches() as f64 * STAGING_LAUNCH_SECONDS;
-                if best.as_ref().is_some_and(|(fastest, ..)| *fastest <= seconds) {
-                    continue;
-                }
-                best = Some((seconds, selection, plan));
-            }
-        }
-    }
-    match (direct, best) {
-        (Ok(selection), Some((seconds, ..))) if direct_seconds.is_some_and(|d| d <= seconds) => {
-            Ok(Decision {
-                selection,
-                staging: None,
-            })
-        }
-        (_, Some((_, selection, plan))) => Ok(Decision {
-            selection,
-            staging: Some(plan),
-        }),
-        (Ok(selection), None) => Ok(Decision {
-            selection,
-            staging: None,
-        }),
-        (Err(_), None) => Err(refusal::no_kernel(registry, &problem, policy)),
-    }
+    let staging = chosen
+        .way
+        .staged
+        .map(|layouts| stage::StagePlan::new(signature, operands, layouts));
+    Ok(Decision { selection, staging })
 }
 
-/// What one staging copy or fill costs beyond its bytes (launch and tail, measured ~2-4 µs).
-const STAGING_LAUNCH_SECONDS: f64 = 3e-6;
-
-/// How much faster than a direct run a staged run must be estimated to be chosen (the direct
-/// estimate is scaled by this).
-const STAGING_MARGIN: f64 = 0.8;
-
-/// Bandwidth a staging copy reaches (bytes read + written per second): 0.66e12 measured on an
-/// H100 for a transposing bf16 copy of 4096² (the tiled copy moves 2-byte elements one at a time).
-/// Only compared with [`estimated_seconds`] to weigh staging against kernel time.
-const STAGING_BYTES_PER_SECOND: f64 = 0.66e12;
-
-/// A rough time for `kernel` on `problem`: [`estimated_cost`] (the busiest SM's multiply-adds)
-/// at a per-SM rate of an H100's tensor cores, 35 % lower for a CUTLASS 2.x kernel (measured 476
-/// vs ~700 TFLOP/s on f16). Only used to weigh staging plans against each other.
-fn estimated_seconds(kernel: &KernelInfo, problem: &GemmProblem, multiprocessors: u32) -> f64 {
-    const MACS_PER_SM_SECOND: f64 = 3.7e12;
-    let generation = if kernel.api() == crate::model::Api::Cutlass3x {
-        1.0
-    } else {
-        0.65
+/// The direct way (as given or transposed, any split-K; no staging) of lowest estimate for
+/// `problem` on `device`: what [`decide`] chooses among when the operands can be read as they lie.
+/// Err lists why no kernel runs it.
+pub fn select(
+    registry: &Registry,
+    table: &Table,
+    problem: &GemmProblem,
+    device: &crate::device::DeviceProps,
+    policy: Policy,
+) -> Result<Selection, Error> {
+    let problem = GemmProblem {
+        compute_capability: Some(device.compute_capability),
+        ..problem.clone()
     };
-    estimated_cost(kernel, problem, multiprocessors) / (MACS_PER_SM_SECOND * generation)
+    let chosen = context(table, device)
+        .choose(candidates::direct(registry, &problem, policy))
+        .ok_or_else(|| refusal::no_kernel(registry, &problem, policy))?;
+    Ok(Selection {
+        kernel: chosen.kernel,
+        choice: chosen.choice(),
+        orientation: chosen.way.orientation,
+        split_k: chosen.split_k,
+        tuning: chosen.tuning,
+    })
+}
+
+/// Every way to run `operands` (checked by [`validate`]) on `device`: direct ones where K > 0, and
+/// staged ones. What [`decide`] ranks, and what the sweep (`examples/select_sweep.rs`) times.
+pub fn ways(
+    registry: &Registry,
+    signature: Signature,
+    operands: &GemmOperands,
+    device: &crate::device::DeviceProps,
+    policy: Policy,
+) -> Vec<select::Candidate<GemmWay>> {
+    let problem = problem_of(signature, operands, device.compute_capability);
+    let mut ways = if problem.k > 0 {
+        candidates::direct(registry, &problem, policy)
+    } else {
+        Vec::new()
+    };
+    ways.extend(candidates::staged(
+        registry,
+        signature,
+        operands,
+        device.compute_capability,
+        policy,
+    ));
+    ways
+}
+
+/// The selection engine over `table` on `device`.
+pub fn context<'t>(table: &'t Table, device: &crate::device::DeviceProps) -> select::Context<'t> {
+    select::Context {
+        table,
+        multiprocessors: device.multiprocessors,
+        work_of: &crate::operations::row_work,
+    }
 }
 
 /// [`launch_raw`] with an explicit registry and tables (a downstream crate's own kernels).
@@ -798,7 +482,7 @@ pub unsafe fn launch_raw_with(
     };
     Ok(Dispatched {
         kernel: Some(kernel),
-        choice: selection.choice,
+        choice: Some(selection.choice),
         orientation: selection.orientation,
         staged,
         split_k: selection.split_k,
@@ -819,7 +503,7 @@ pub fn workspace_bytes(
         return Ok(0);
     }
     let device = crate::device::props(stream.context())?;
-    let tables = crate::kernels::DISPATCH_TABLES;
+    let tables = crate::kernels::TABLES;
     let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
     let registry = &crate::kernels::REGISTRY;
     let Decision { selection, staging } = decide(registry, table, signature, operands, &device, policy)?;
@@ -833,6 +517,19 @@ pub fn workspace_bytes(
             )?;
             Ok(kernel.next_multiple_of(256) + plan.bytes)
         }
+    }
+}
+
+/// The signature of typed operands.
+fn signature_of<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC: LayoutTag>() -> Signature
+{
+    Signature {
+        element_a: A::DTYPE,
+        element_b: B::DTYPE,
+        element_c: C::DTYPE,
+        layout_a: LA::LAYOUT,
+        layout_b: LB::LAYOUT,
+        layout_c: LC::LAYOUT,
     }
 }
 
@@ -949,7 +646,7 @@ pub fn run_with<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag
 ) -> Result<Dispatched, Error> {
     run_in(
         &crate::kernels::REGISTRY,
-        crate::kernels::DISPATCH_TABLES,
+        crate::kernels::TABLES,
         stream,
         a,
         b,
@@ -961,7 +658,7 @@ pub fn run_with<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag
 }
 
 /// [`run_with`] choosing from `registry` with `tables` instead of this crate's kernels: a
-/// downstream crate's own kernels (its generated `REGISTRY` and `DISPATCH_TABLES`; with no table
+/// downstream crate's own kernels (its generated `REGISTRY` and `TABLES`; with no table
 /// for the device, the bare heuristic of [`select`] chooses).
 #[allow(clippy::too_many_arguments)]
 pub fn run_in<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC: LayoutTag>(
@@ -975,14 +672,7 @@ pub fn run_in<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, 
     alpha: f64,
     options: Options<'_>,
 ) -> Result<Dispatched, Error> {
-    let signature = Signature {
-        element_a: A::DTYPE,
-        element_b: B::DTYPE,
-        element_c: C::DTYPE,
-        layout_a: LA::LAYOUT,
-        layout_b: LB::LAYOUT,
-        layout_c: LC::LAYOUT,
-    };
+    let signature = signature_of::<A, B, C, LA, LB, LC>();
     let beta = c.as_ref().map_or(0.0, |(_, beta)| *beta);
     gemm::with_operands(stream, a, b, c.map(|(c, _)| c), d, (alpha, beta, 1), |operands| {
         // SAFETY: every address comes from a live cudarc buffer of the stated length whose element

@@ -18,6 +18,7 @@ use crate::kernel::{HostCode, KernelInfo};
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
 use crate::model::{Api, BatchMode, Layout, Reduction, SplitK};
 use crate::params::{run_prepare, PrepareFn, Prepared};
+pub use crate::select::{Raster, Tuning};
 use crate::types::{Element, LayoutTag, Scalar};
 use crate::workspace::{Scratch, Workspace};
 use fusion::{FusedArgs, FusionOperands, HeldFusion};
@@ -311,75 +312,6 @@ pub unsafe fn launch_raw(
     unsafe { launch_raw_tuned(info, stream, operands, Tuning::default()) }
 }
 
-/// The order in which a CUTLASS 3.x persistent kernel's CTAs walk the output tiles.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Raster {
-    /// CUTLASS's choice (along the longer of M and N).
-    #[default]
-    Heuristic,
-    AlongM,
-    AlongN,
-}
-
-/// Run-time rasterisation of CUTLASS 3.x kernels: results are identical, only speed (L2 reuse)
-/// changes. CUTLASS 2.x kernels have theirs compiled in (the manifest's `swizzle`) and ignore this.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tuning {
-    pub raster: Raster,
-    /// Width of a swizzled band of tiles: 1, 2, 4 or 8; 0 = automatic (8 for problems of many
-    /// waves of tiles, where it measured 2–5 % faster on an H200 at 8192³; else CUTLASS's 1).
-    pub max_swizzle: u32,
-}
-
-impl Raster {
-    /// The ABI's `raster_order`: 0 CUTLASS's heuristic, 1 along M, 2 along N.
-    pub(crate) fn abi(self) -> i32 {
-        match self {
-            Raster::Heuristic => 0,
-            Raster::AlongM => 1,
-            Raster::AlongN => 2,
-        }
-    }
-}
-
-impl Tuning {
-    /// Refuses a swizzle CUTLASS's schedulers do not have (`who` names the error's source).
-    pub(crate) fn check(&self, who: &'static str) -> Result<(), Error> {
-        if [0, 1, 2, 4, 8].contains(&self.max_swizzle) {
-            return Ok(());
-        }
-        Err(Error::invalid(
-            who,
-            format!(
-                "max_swizzle {} is not supported; allowed: 0 (default), 1, 2, 4, 8",
-                self.max_swizzle
-            ),
-        ))
-    }
-
-    /// The swizzle band used for `problem` on `multiprocessors` SMs: the explicit one, or the
-    /// automatic choice.
-    pub fn swizzle_for(
-        &self,
-        info: &KernelInfo,
-        m: usize,
-        n: usize,
-        batch: usize,
-        multiprocessors: u32,
-    ) -> u32 {
-        if self.max_swizzle != 0 || info.api() != Api::Cutlass3x {
-            return self.max_swizzle;
-        }
-        let tiles =
-            m.div_ceil(info.tile().m.max(1) as usize) * n.div_ceil(info.tile().n.max(1) as usize) * batch;
-        if tiles >= 4 * multiprocessors as usize {
-            8
-        } else {
-            0
-        }
-    }
-}
-
 /// [`launch_raw`] with explicit [`Tuning`].
 ///
 /// # Safety
@@ -471,7 +403,7 @@ pub(crate) unsafe fn prepare_and_enqueue_in(
     }
     // Params embed the workspace address: hold the scratch (the cache's lock) until every kernel
     // is enqueued.
-    let mut scratch = Scratch::of(stream, workspace);
+    let mut scratch = Scratch::of(stream, workspace)?;
     let (prepared, workspace) = scratch.fit(stream, info.name, |address, capacity| {
         args.workspace = address as *mut c_void;
         args.workspace_capacity = capacity as u64;
@@ -497,6 +429,58 @@ unsafe fn enqueue_with_reduction(
         .1
         .map(|r| (r.entry, r.prepare, args, args.encode_tiled.is_some()));
     unsafe { crate::launch::enqueue_with_reduction(info, stream, device, prepared, reduction, workspace) }
+}
+
+/// A GEMM launch built once (its workspace fixed): the kernel's Params and, for parallel split-K,
+/// its reduction's. What a plan enqueues again and again.
+pub(crate) struct PreparedGemm {
+    kernel: Prepared,
+    reduction: Option<(&'static std::ffi::CStr, Prepared)>,
+}
+
+/// Builds the Params of `info` (and its reduction) for `args`, whose workspace is set.
+pub(crate) fn prepare_gemm(
+    info: &'static KernelInfo,
+    args: &abi::cutlass_aot_gemm_args,
+) -> Result<PreparedGemm, Error> {
+    let too_small = |needed: u64| Error::AbiMismatch {
+        kernel: info.name,
+        message: format!(
+            "prepare asked for {needed} bytes of workspace with {} given",
+            args.workspace_capacity
+        ),
+    };
+    let kernel = info.prepare_status(args)?.map_err(too_small)?;
+    let has_encoder = args.encode_tiled.is_some();
+    let reduction = match host_code(info)?.1 {
+        Some(r) => Some((
+            r.entry,
+            run_prepare(info, r.prepare, args, has_encoder)?.map_err(too_small)?,
+        )),
+        None => None,
+    };
+    Ok(PreparedGemm { kernel, reduction })
+}
+
+/// Enqueues a prepared GEMM (workspace fills, kernel, reduction) with its workspace at `workspace`.
+///
+/// # Safety
+/// As [`launch_raw`] for the operands `prepared` was built with; `workspace` is the memory it was
+/// built with; the stream's context is current.
+pub(crate) unsafe fn enqueue_gemm(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    device: &device::DeviceProps,
+    prepared: &PreparedGemm,
+    workspace: u64,
+) -> Result<(), Error> {
+    unsafe {
+        crate::launch::enqueue_prepared(info, info.entry, stream, device, &prepared.kernel, workspace)?
+    };
+    if let Some((entry, reduction)) = &prepared.reduction {
+        unsafe { crate::launch::enqueue_prepared(info, entry, stream, device, reduction, workspace)? };
+    }
+    Ok(())
 }
 
 /// Work enqueued around a kernel whose operands live partly in scratch memory (staged operands,
@@ -528,7 +512,7 @@ pub(crate) unsafe fn enqueue_staged(
     const STAND_IN: u64 = 1 << 40;
     let probe = tuned_plan(info, &(staging.operands)(STAND_IN), device, tuning)?;
     let kernel_bytes = (info.workspace_bytes(&probe)? as usize).next_multiple_of(256);
-    let mut scratch = Scratch::of(stream, workspace);
+    let mut scratch = Scratch::of(stream, workspace)?;
     let (base, _) = scratch.at_least(stream, kernel_bytes + staging.bytes)?;
     let stage_base = base + kernel_bytes as u64;
     let mut args = tuned_plan(info, &(staging.operands)(stage_base), device, tuning)?;

@@ -13,6 +13,8 @@
 //!
 //! Groups with no rows (m = 0) are allowed and cost nothing.
 
+mod enqueue;
+mod prepared;
 mod problem;
 mod select;
 
@@ -26,12 +28,15 @@ use crate::error::Error;
 use crate::gemm::{check_buffer, GemmKernel, Operand, Tuning};
 use crate::kernel::{HostCode, KernelInfo};
 use crate::matrix::{MatrixMut, MatrixRef, MatrixShape};
-use crate::model::{Api, Layout};
+use crate::model::Layout;
 use crate::params::{run_prepare, PrepareFn, Prepared};
 use crate::types::{Element, LayoutTag, Scalar};
 
+pub use prepared::{prepare_moe, prepare_moe_raw, prepare_raw, PreparedLaunch};
 pub use problem::{GroupShape, GroupedProblem, MAX_GROUPS};
-pub use select::{estimated_cost, run, run_with, select};
+
+use enqueue::{enqueue, Upload};
+pub use select::{run, run_with, select, work_of};
 
 /// One GEMM of a grouped launch, D (m×n) = alpha·A (m×k)·B (k×n) + beta·C, typed by its element
 /// types and layouts ([`Group`] names them by a kernel).
@@ -452,211 +457,32 @@ pub unsafe fn launch_raw(
 ) -> Result<(), Error> {
     let ctx = stream.context();
     let device = device::props(ctx)?;
-    let plan = plan(info, ops, &device)?;
+    let (mut args, upload, layout, problems) = block_launch(info, &device, ops)?;
+    args.host_problems = problems.as_ptr();
     ctx.bind_to_thread()
         .map_err(Error::driver("binding the context"))?;
+    unsafe { enqueue(info, stream, &device, args, upload, layout) }
+}
+
+/// The host extents of a host-packed launch, which its ABI arguments point to while Params are
+/// built.
+type HostProblems = Vec<abi::cutlass_aot_gemm_coord>;
+
+/// The checked arguments of a host-packed launch: ABI arguments (`host_problems` still to be
+/// pointed at the extents), the block to upload, its layout and the extents.
+fn block_launch(
+    info: &'static KernelInfo,
+    device: &device::DeviceProps,
+    ops: &GroupedOperands<'_>,
+) -> Result<(abi::cutlass_aot_grouped_args, Upload, BlockLayout, HostProblems), Error> {
+    let plan = plan(info, ops, device)?;
     let mut args = grouped_args(
         plan.problems.len(),
-        &device,
+        device,
         (plan.alpha, plan.beta, plan.activation_arg),
     );
-    args.host_problems = plan.problems.as_ptr();
     apply_tuning(info, &mut args, ops.tuning)?;
-    unsafe {
-        enqueue(
-            info,
-            stream,
-            &device,
-            args,
-            Upload::Block(plan.block),
-            plan.layout,
-        )
-    }
-}
-
-/// Where the argument block comes from.
-enum Upload {
-    /// Packed on the host: uploaded (with a host-computed schedule behind it) in one copy.
-    Block(Vec<u8>),
-    /// Written on the device by the setup kernel with these arguments (arrays filled in here).
-    Setup(abi::cutlass_aot_grouped_setup_args),
-}
-
-/// Stream-ordered: argument block (upload or setup kernel), workspace fills, the grouped kernel.
-/// The workspace cache stays locked until everything is enqueued (Params embed its address).
-///
-/// # Safety
-/// As [`launch_raw`]; the stream's context is current.
-unsafe fn enqueue(
-    info: &'static KernelInfo,
-    stream: &CudaStream,
-    device: &device::DeviceProps,
-    mut args: abi::cutlass_aot_grouped_args,
-    upload: Upload,
-    layout: BlockLayout,
-) -> Result<(), Error> {
-    let prepare = prepare_fn(info)?;
-    if info.api() == Api::Cutlass3x {
-        args.encode_tiled = crate::tma::encode_tiled(info.name)?;
-    } else {
-        // Persistent CTAs: as many as fit on the device at once (CUTLASS's `sufficient()`), from
-        // the driver's occupancy of this kernel with its block and shared memory.
-        let probe = run_prepare(info, prepare, &probe_args(&args), false)?;
-        let shape = probe
-            .map(|p| (p.launch.block[0], p.launch.shared_mem_bytes))
-            .map_err(|_| Error::AbiMismatch {
-                kernel: info.name,
-                message: "the occupancy probe asked for a workspace".to_string(),
-            })?;
-        let occupancy = info
-            .image
-            .occupancy(stream.context(), info.entry, info.name, shape)?;
-        if occupancy == 0 {
-            return Err(Error::UnsupportedDevice {
-                kernel: info.name,
-                message: format!(
-                    "not one block of {} threads with {} bytes of shared memory fits on a multiprocessor",
-                    shape.0, shape.1
-                ),
-            });
-        }
-        args.sm_occupancy = occupancy as i32;
-    }
-    let mut workspaces = crate::workspace::lock();
-    let (mut base, mut capacity) = workspaces.current(stream);
-    let mut host = match &upload {
-        Upload::Block(block) => block.clone(),
-        Upload::Setup(_) => Vec::new(),
-    };
-    // Only a 2.x host-schedule kernel writes a host workspace (its schedule, uploaded with the
-    // block); it gets as much host memory as it asks for, never the whole device workspace.
-    let host_schedule = matches!(upload, Upload::Block(_)) && info.api() == Api::Cutlass2x;
-    let mut host_room = 0usize;
-    let prepared = loop {
-        if capacity < layout.bytes {
-            (base, capacity) = workspaces.at_least(stream, layout.bytes + (1 << 20))?;
-        }
-        args.arrays = layout.arrays(base);
-        args.workspace = (base + layout.bytes as u64) as *mut c_void;
-        args.workspace_capacity = (capacity - layout.bytes) as u64;
-        if host_schedule {
-            host.resize(layout.bytes + host_room, 0);
-            args.host_workspace = host[layout.bytes..].as_mut_ptr().cast();
-            args.workspace_capacity = args.workspace_capacity.min(host_room as u64);
-        }
-        match run_prepare(info, prepare, &args, args.encode_tiled.is_some())? {
-            Ok(prepared) => break prepared,
-            Err(needed) => {
-                let needed = needed as usize;
-                let device_short = layout.bytes + needed > capacity;
-                let host_short = host_schedule && needed > host_room;
-                if !device_short && !host_short {
-                    return Err(Error::AbiMismatch {
-                        kernel: info.name,
-                        message: format!(
-                            "prepare asked for {needed} bytes of workspace with {capacity} given"
-                        ),
-                    });
-                }
-                if device_short {
-                    (base, capacity) = workspaces.at_least(stream, layout.bytes + needed)?;
-                }
-                if host_short {
-                    host_room = needed;
-                }
-            }
-        }
-    };
-    let cu_stream = stream.cu_stream();
-    match upload {
-        Upload::Block(_) => {
-            // The block, and a host-computed schedule behind it (a 2.x kernel's only workspace).
-            let bytes = if args.host_problems.is_null() || info.api() == Api::Cutlass3x {
-                layout.bytes
-            } else {
-                layout.bytes + prepared.launch.workspace_bytes as usize
-            };
-            // SAFETY: `host` holds at least `bytes` bytes; the device buffer at least `capacity`.
-            // A pageable host-to-device copy returns once the bytes are staged, so `host` may be
-            // dropped right after; the copy is ordered on the stream before the kernel.
-            unsafe {
-                cudarc::driver::sys::cuMemcpyHtoDAsync_v2(base, host.as_ptr().cast(), bytes, cu_stream)
-            }
-            .result()
-            .map_err(Error::driver("uploading the groups' arguments"))?;
-        }
-        Upload::Setup(mut setup) => {
-            setup.arrays = layout.arrays(base);
-            unsafe { enqueue_setup(info, stream, &setup)? };
-        }
-    }
-    unsafe {
-        crate::launch::enqueue_prepared(
-            info,
-            info.entry,
-            stream,
-            device,
-            &prepared,
-            base + layout.bytes as u64,
-        )
-    }
-}
-
-/// Arguments that build Params without a workspace (to learn a 2.x kernel's block and shared
-/// memory before its occupancy is known): one CTA, one empty group known on the host (so that a
-/// host-schedule kernel has nothing to precompute either).
-fn probe_args(args: &abi::cutlass_aot_grouped_args) -> abi::cutlass_aot_grouped_args {
-    static EMPTY: abi::cutlass_aot_gemm_coord = abi::cutlass_aot_gemm_coord { m: 0, n: 0, k: 0 };
-    let mut probe = *args;
-    probe.group_count = 1;
-    probe.threadblock_count = 1;
-    probe.host_problems = &EMPTY;
-    probe.arrays = BlockLayout::new(1).arrays(256);
-    probe.workspace = std::ptr::null_mut();
-    probe.workspace_capacity = 0;
-    probe.host_workspace = std::ptr::null_mut();
-    probe
-}
-
-/// Enqueues `cutlass_aot_grouped_setup` (from `info`'s image) on `stream`.
-///
-/// # Safety
-/// `setup`'s addresses are live device memory as its documentation says.
-unsafe fn enqueue_setup(
-    info: &'static KernelInfo,
-    stream: &CudaStream,
-    setup: &abi::cutlass_aot_grouped_setup_args,
-) -> Result<(), Error> {
-    let function = info
-        .image
-        .function(stream.context(), crate::kernel::GROUPED_SETUP_ENTRY, info.name, 0)?;
-    let bytes = std::mem::size_of::<abi::cutlass_aot_grouped_setup_args>();
-    if function.param_bytes != bytes {
-        return Err(Error::AbiMismatch {
-            kernel: info.name,
-            message: format!(
-                "the setup kernel takes {} bytes of parameters, the host struct is {bytes}",
-                function.param_bytes
-            ),
-        });
-    }
-    let threads = 256u32;
-    let launch = abi::cutlass_aot_launch {
-        grid: [(setup.group_count.max(1) as u32).div_ceil(threads), 1, 1],
-        block: [threads, 1, 1],
-        cluster: [1, 1, 1],
-        params_bytes: bytes as u32,
-        ..Default::default()
-    };
-    unsafe {
-        crate::launch::enqueue(
-            function.function.cu_function(),
-            stream.cu_stream(),
-            &launch,
-            (setup as *const abi::cutlass_aot_grouped_setup_args).cast(),
-            0,
-        )
-    }
+    Ok((args, Upload::Block(plan.block), plan.layout, plan.problems))
 }
 
 /// A mixture-of-experts layer whose rows per expert live on the device, as `torch._grouped_mm`
@@ -760,35 +586,45 @@ pub struct MoeOperands {
 /// empty experts. The first launch of a kernel in a context loads its image, which the driver may
 /// synchronise: [`KernelInfo::load`] it ahead of time where that matters.
 pub fn launch_moe<K: GemmKernel>(stream: &CudaStream, args: MoeGemm<'_, K>) -> Result<(), Error> {
-    let (a, _ga) = args.a.device_ptr(stream);
-    let (b, _gb) = args.b.device_ptr(stream);
-    let (offsets, _go) = args.offsets.device_ptr(stream);
-    let c = args.c.map(|c| (c.device_ptr(stream), c.len()));
-    let (a_len, b_len, offsets_len, d_len) = (args.a.len(), args.b.len(), args.offsets.len(), args.d.len());
-    let (d, _gd) = args.d.device_ptr_mut(stream);
-    let ops = MoeOperands {
-        a: (a, a_len),
-        offsets: (offsets, offsets_len),
-        b: (b, b_len),
-        c: c.as_ref().map(|((address, _), len)| (*address, *len)),
-        d: (d, d_len),
-        experts: args.experts,
-        total_rows: args.total_rows,
-        n: args.n,
-        k: args.k,
-        lda: args.lda,
-        ldb: args.ldb,
-        ldc: args.ldc,
-        ldd: args.ldd,
-        b_stride: args.b_stride,
-        alpha: args.alpha.into(),
-        beta: args.beta.into(),
-        activation_arg: args.activation_arg,
-        tuning: Tuning::default(),
-    };
-    // SAFETY: every address is a live cudarc buffer of the stated length and of K's element
-    // types; the guards order the launch after earlier work on them.
-    unsafe { launch_moe_raw(K::info(), stream, &ops) }
+    args.with_operands(stream, |ops| {
+        // SAFETY: every address is a live cudarc buffer of the stated length and of K's element
+        // types; the guards order the launch after earlier work on them.
+        unsafe { launch_moe_raw(K::info(), stream, ops) }
+    })
+}
+
+impl<K: GemmKernel> MoeGemm<'_, K> {
+    /// Runs `f` on the untyped operands while the buffers are held for `stream` (cudarc orders
+    /// the stream after earlier work on them, and records their use after `f`).
+    pub fn with_operands<R>(self, stream: &CudaStream, f: impl FnOnce(&MoeOperands) -> R) -> R {
+        let (a, _ga) = self.a.device_ptr(stream);
+        let (b, _gb) = self.b.device_ptr(stream);
+        let (offsets, _go) = self.offsets.device_ptr(stream);
+        let c = self.c.map(|c| (c.device_ptr(stream).0, c.len()));
+        let (a_len, b_len, offsets_len, d_len) =
+            (self.a.len(), self.b.len(), self.offsets.len(), self.d.len());
+        let (d, _gd) = self.d.device_ptr_mut(stream);
+        f(&MoeOperands {
+            a: (a, a_len),
+            offsets: (offsets, offsets_len),
+            b: (b, b_len),
+            c,
+            d: (d, d_len),
+            experts: self.experts,
+            total_rows: self.total_rows,
+            n: self.n,
+            k: self.k,
+            lda: self.lda,
+            ldb: self.ldb,
+            ldc: self.ldc,
+            ldd: self.ldd,
+            b_stride: self.b_stride,
+            alpha: self.alpha.into(),
+            beta: self.beta.into(),
+            activation_arg: self.activation_arg,
+            tuning: Tuning::default(),
+        })
+    }
 }
 
 /// [`launch_moe`] over untyped operands, after the same checks.
@@ -804,6 +640,21 @@ pub unsafe fn launch_moe_raw(
 ) -> Result<(), Error> {
     let ctx = stream.context();
     let device = device::props(ctx)?;
+    let (grouped, upload, layout) = moe_launch(info, &device, args)?;
+    ctx.bind_to_thread()
+        .map_err(Error::driver("binding the context"))?;
+    // SAFETY: every address is live device memory checked to hold the whole problem.
+    unsafe { enqueue(info, stream, &device, grouped, upload, layout) }
+}
+
+/// The checked arguments of a device-resident launch: ABI arguments, the setup kernel's, the
+/// block's layout.
+fn moe_launch(
+    info: &'static KernelInfo,
+    device: &device::DeviceProps,
+    args: &MoeOperands,
+) -> Result<(abi::cutlass_aot_grouped_args, Upload, BlockLayout), Error> {
+    let device = *device;
     info.check_runnable(&device)?;
     let op = *info.gemm();
     let fail = |message: String| Err(Error::invalid(info.name, message));
@@ -907,11 +758,7 @@ pub unsafe fn launch_moe_raw(
         row_step_d: args.ldd as i64 * bytes(op.c.element),
         group_step_b: args.b_stride as i64 * bytes(op.b.element),
     };
-    ctx.bind_to_thread()
-        .map_err(Error::driver("binding the context"))?;
     let mut grouped = grouped_args(args.experts, &device, (alpha, beta, args.activation_arg));
     apply_tuning(info, &mut grouped, args.tuning)?;
-    let layout = BlockLayout::new(args.experts);
-    // SAFETY: every address is live device memory checked above to hold the whole problem.
-    unsafe { enqueue(info, stream, &device, grouped, Upload::Setup(setup), layout) }
+    Ok((grouped, Upload::Setup(setup), BlockLayout::new(args.experts)))
 }

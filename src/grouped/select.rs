@@ -1,14 +1,9 @@
-//! Picking a grouped kernel for a grouped problem: among the plain grouped kernels that support
-//! it (CUTLASS 3.x kernels first on Hopper, where they measured about twice the 2.x kernels'
-//! rate), the lowest estimated cost.
-//!
-//! Cost = the average work per multiprocessor in output-tile steps, at least one tile's K loop:
-//! Σ_g CTAs_g · tile_m · tile_n · k_g / SMs, where CTAs_g counts the tiles of group g padded to
-//! whole clusters (a 2x1 cluster over a group of one M tile runs a second, idle CTA — measured
-//! 0.65× on DeepSeek-V3's 128-row experts), times the per-tile efficiency penalty of GEMM dispatch
-//! (`1 + 32/tile_m + 32/tile_n`: small tiles re-read more operands per flop). Ties go to
-//! manifest order. (`bench/results/h100_2026-11-23_issue11_grouped_compare.txt` has every
-//! grouped kernel on the MoE workloads.)
+//! Picking a grouped kernel for a grouped problem through the selection engine
+//! ([`crate::select`]): every plain grouped kernel that supports it is a way; its work is one
+//! launch of one piece per group (output tiles padded to whole clusters: a 2x1 cluster over a
+//! group of one M tile runs a second, idle CTA — measured 0.65× on DeepSeek-V3's 128-row experts),
+//! and the lowest estimate runs. (`bench/results/h100_2026-11-23_issue11_grouped_compare.txt` has
+//! every grouped kernel on the MoE workloads.)
 
 use cudarc::driver::CudaStream;
 
@@ -18,24 +13,27 @@ use crate::error::Error;
 use crate::kernel::KernelInfo;
 use crate::model::OperationKind;
 use crate::registry::Registry;
+use crate::select::refusal::Refusal;
+use crate::select::{cost, Candidate, Context, Key, Piece, Work, NO_TABLE};
 use crate::types::{Element, LayoutTag};
 
-/// The estimated cost of `kernel` on `groups` (see the module documentation); the unit is one
-/// multiply-add per SM.
-pub fn estimated_cost(kernel: &KernelInfo, groups: &[GroupShape], multiprocessors: u32) -> f64 {
-    let (t, c) = (kernel.tile(), kernel.design.cluster());
-    let (tm, tn) = (t.m.max(1) as f64, t.n.max(1) as f64);
-    let (cm, cn) = (c.m.max(1) as f64, c.n.max(1) as f64);
-    let mut work = 0.0;
-    let mut longest = 0.0f64;
-    for g in groups.iter().filter(|g| !g.is_empty()) {
-        let ctas = (g.m as f64 / (tm * cm)).ceil() * cm * (g.n as f64 / (tn * cn)).ceil() * cn;
-        let tile = tm * tn * g.k as f64;
-        work += ctas * tile;
-        longest = longest.max(tile);
+/// The operation's name in tables and results files.
+pub const OP: &str = "gemm_grouped";
+
+/// The work of a grouped launch over `groups` (empty groups cost nothing).
+pub fn work_of(problem: &GroupedProblem, groups: &[GroupShape]) -> Work {
+    let bits = [problem.element_a, problem.element_b, problem.element_c].map(|d| d.bits());
+    let pieces: Vec<Piece> = groups
+        .iter()
+        .filter(|g| !g.is_empty())
+        .map(|g| Piece::new(g.m, g.n, g.k, 1))
+        .collect();
+    let bytes = pieces.iter().map(|&p| cost::gemm_bytes(p, bits, false)).sum();
+    Work {
+        launches: vec![pieces],
+        bytes,
+        extra_seconds: 0.0,
     }
-    let per_sm = (work / multiprocessors.max(1) as f64).max(longest);
-    per_sm * (1.0 + 32.0 / tm + 32.0 / tn)
 }
 
 /// The grouped kernel of `registry` to run `problem` on a device of `multiprocessors` SMs, or why
@@ -47,12 +45,6 @@ pub fn select(
     multiprocessors: u32,
     typical: Option<(usize, usize, usize)>,
 ) -> Result<&'static KernelInfo, Error> {
-    let candidates: Vec<&'static KernelInfo> = registry
-        .filter(|k| k.operation.kind() == OperationKind::GemmGrouped && k.is_plain())
-        .filter(|k| k.supports(problem).is_ok())
-        .collect();
-    // Hopper kernels first where they run.
-    let best_api = candidates.iter().map(|k| k.api()).max();
     let assumed;
     let groups = match (&problem.groups, typical) {
         (Some(groups), _) => groups.as_slice(),
@@ -62,14 +54,35 @@ pub fn select(
         }
         (None, None) => &[],
     };
-    let mut best: Option<(&'static KernelInfo, f64)> = None;
-    for k in candidates.into_iter().filter(|k| Some(k.api()) == best_api) {
-        let cost = estimated_cost(k, groups, multiprocessors);
-        if best.map_or(true, |(_, c)| cost < c) {
-            best = Some((k, cost));
-        }
-    }
-    best.map(|(k, _)| k).ok_or_else(|| no_kernel(registry, problem))
+    let work = work_of(problem, groups);
+    let total_m: usize = groups.iter().map(|g| g.m).sum();
+    let widest = |f: fn(&GroupShape) -> usize| groups.iter().map(f).max().unwrap_or(0);
+    let key = Key::new(
+        OP,
+        [problem.element_a, problem.element_b, problem.element_c],
+        Some([problem.layout_a, problem.layout_b, problem.layout_c]),
+        &[problem.group_count, total_m, widest(|g| g.n), widest(|g| g.k)],
+    );
+    let candidates = registry
+        .filter(|k| k.operation.kind() == OperationKind::GemmGrouped && k.is_plain())
+        .filter(|k| k.supports(problem).is_ok())
+        .map(|kernel| Candidate {
+            kernel,
+            split_k: 1,
+            way: (),
+            key,
+            work: work.clone(),
+            margin: 1.0,
+        });
+    let context = Context {
+        table: &NO_TABLE,
+        multiprocessors,
+        work_of: &crate::operations::row_work,
+    };
+    context
+        .choose(candidates)
+        .map(|chosen| chosen.kernel)
+        .ok_or_else(|| no_kernel(registry, problem))
 }
 
 /// Why no grouped kernel runs `problem`. Kernels of other types or layouts explain nothing: when
@@ -96,8 +109,8 @@ fn no_kernel(registry: &Registry, problem: &GroupedProblem) -> Error {
         (g.a.element, g.b.element, g.c.element) == (problem.element_a, problem.element_b, problem.element_c)
             && (g.a.layout, g.b.layout, g.c.layout) == (problem.layout_a, problem.layout_b, problem.layout_c)
     };
-    let mut counted: Vec<(String, usize)> = Vec::new();
-    for k in grouped.iter().filter(|k| same_types(k)) {
+    let mut refusal = Refusal::new();
+    for &k in grouped.iter().filter(|k| same_types(k)) {
         let reasons = match k.supports(problem) {
             Err(why) => why.reasons,
             // It runs the problem but computes more than asked.
@@ -105,43 +118,32 @@ fn no_kernel(registry: &Registry, problem: &GroupedProblem) -> Error {
                 vec!["the kernel fuses an activation or clamp the problem does not ask for".to_string()]
             }
         };
-        for reason in reasons {
-            match counted.iter_mut().find(|(r, _)| *r == reason) {
-                Some((_, n)) => *n += 1,
-                None => counted.push((reason, 1)),
-            }
-        }
+        refusal.add(k, reasons);
     }
-    let message = if grouped.is_empty() {
-        "this binary has no grouped kernels; build with `--features grouped` (or add `kind: gemm_grouped` \
-         entries to the manifest)"
-            .to_string()
-    } else if counted.is_empty() {
-        let mut signatures: Vec<String> = grouped.iter().map(|k| signature(k)).collect();
-        signatures.sort();
-        signatures.dedup();
-        format!(
-            "no grouped kernel takes A {} {}-major, B {} {}-major, C/D {} {}-major (this binary's grouped \
-             kernels take {}); add a `kind: gemm_grouped` entry of these types to the manifest",
-            problem.element_a,
-            problem.layout_a,
-            problem.element_b,
-            problem.layout_b,
-            problem.element_c,
-            problem.layout_c,
-            signatures.join(", ")
-        )
-    } else {
-        counted
-            .iter()
-            .map(|(reason, n)| format!("{reason} ({n} kernel{})", if *n == 1 { "" } else { "s" }))
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    Error::InvalidArgument {
-        kernel: "grouped dispatch",
-        message: format!("no grouped kernel can run this problem: {message}"),
+    let headline = "no grouped kernel can run this problem".to_string();
+    if grouped.is_empty() {
+        return refusal.into_error(
+            "grouped dispatch",
+            headline,
+            "this binary has no grouped kernels; build with `--features grouped` (or add `kind: gemm_grouped` \
+             entries to the manifest)",
+        );
     }
+    let mut signatures: Vec<String> = grouped.iter().map(|k| signature(k)).collect();
+    signatures.sort();
+    signatures.dedup();
+    let none_of_these_types = format!(
+        "no grouped kernel takes A {} {}-major, B {} {}-major, C/D {} {}-major (this binary's grouped \
+         kernels take {}); add a `kind: gemm_grouped` entry of these types to the manifest",
+        problem.element_a,
+        problem.layout_a,
+        problem.element_b,
+        problem.layout_b,
+        problem.element_c,
+        problem.layout_c,
+        signatures.join(", ")
+    );
+    refusal.into_error("grouped dispatch", headline, &none_of_these_types)
 }
 
 /// D_g = alpha·A_g·B_g + beta·C_g for every group, on the kernel [`select`] picks from this crate's

@@ -14,6 +14,15 @@ pub const H100: DeviceProps = DeviceProps {
     max_shared_memory_per_block_optin: 232_448,
 };
 
+/// An Ampere device (no Hopper kernel runs there).
+#[allow(dead_code)]
+pub const A100: DeviceProps = DeviceProps {
+    name: "NVIDIA A100-SXM4-80GB",
+    multiprocessors: 108,
+    compute_capability: 80,
+    max_shared_memory_per_block_optin: 166_912,
+};
+
 /// Fake device addresses, 256-byte aligned like cudaMalloc's, far apart and distinctive.
 pub const ADDR_A: u64 = 0x7f00_0000_0000;
 pub const ADDR_B: u64 = 0x7f10_0000_0000;

@@ -1943,98 +1943,68 @@ pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
         &[],
     )
     .with_elementwise(&[]);
-/// The measured dispatch tables embedded by the build, one per device they were measured
-/// on (`cutlass_aot::dispatch::table_for` picks the one of the device at run time).
-pub static DISPATCH_TABLES: &[::cutlass_aot::dispatch::Table] = &[
-    ::cutlass_aot::dispatch::Table::new(
-        "NVIDIA H100 80GB HBM3",
-        "2026-11-21",
-        &[
-            ::cutlass_aot::dispatch::Entry {
-                signature: ::cutlass_aot::dispatch::Signature {
-                    element_a: ::cutlass_aot::model::DType::Bf16,
-                    element_b: ::cutlass_aot::model::DType::Bf16,
-                    element_c: ::cutlass_aot::model::DType::Bf16,
-                    layout_a: ::cutlass_aot::model::Layout::Row,
-                    layout_b: ::cutlass_aot::model::Layout::Column,
-                    layout_c: ::cutlass_aot::model::Layout::Row,
-                },
-                m: 4096usize,
-                n: 4096usize,
-                k: 4096usize,
-                batch: 1usize,
-                kernel: &bf16_sm90_cooperative::INFO,
-                split_k: 1usize,
-                tuning: ::cutlass_aot::Tuning {
-                    raster: ::cutlass_aot::Raster::Heuristic,
-                    max_swizzle: 0u32,
-                },
-                us: 180.25f64,
-            },
-        ],
-    ),
-    ::cutlass_aot::dispatch::Table::new(
-        "NVIDIA H200",
-        "2026-11-24",
-        &[
-            ::cutlass_aot::dispatch::Entry {
-                signature: ::cutlass_aot::dispatch::Signature {
-                    element_a: ::cutlass_aot::model::DType::Bf16,
-                    element_b: ::cutlass_aot::model::DType::Bf16,
-                    element_c: ::cutlass_aot::model::DType::Bf16,
-                    layout_a: ::cutlass_aot::model::Layout::Row,
-                    layout_b: ::cutlass_aot::model::Layout::Column,
-                    layout_c: ::cutlass_aot::model::Layout::Row,
-                },
-                m: 8192usize,
-                n: 8192usize,
-                k: 8192usize,
-                batch: 1usize,
-                kernel: &bf16_sm90_cooperative::INFO,
-                split_k: 1usize,
-                tuning: ::cutlass_aot::Tuning {
-                    raster: ::cutlass_aot::Raster::AlongN,
-                    max_swizzle: 8u32,
-                },
-                us: 1403.5f64,
-            },
-            ::cutlass_aot::dispatch::Entry {
-                signature: ::cutlass_aot::dispatch::Signature {
-                    element_a: ::cutlass_aot::model::DType::F16,
-                    element_b: ::cutlass_aot::model::DType::F16,
-                    element_c: ::cutlass_aot::model::DType::F16,
-                    layout_a: ::cutlass_aot::model::Layout::Row,
-                    layout_b: ::cutlass_aot::model::Layout::Column,
-                    layout_c: ::cutlass_aot::model::Layout::Column,
-                },
-                m: 512usize,
-                n: 512usize,
-                k: 32768usize,
-                batch: 1usize,
-                kernel: &hgemm_tn::INFO,
-                split_k: 8usize,
-                tuning: ::cutlass_aot::Tuning {
-                    raster: ::cutlass_aot::Raster::Heuristic,
-                    max_swizzle: 0u32,
-                },
-                us: 95.25f64,
-            },
-        ],
-    ),
-];
-/// The first of [`DISPATCH_TABLES`] (empty when there is none).
-#[doc(hidden)]
-pub static DISPATCH: ::cutlass_aot::dispatch::Table = ::cutlass_aot::dispatch::Table::new(
-    DISPATCH_TABLES[0].device,
-    DISPATCH_TABLES[0].date,
-    DISPATCH_TABLES[0].entries,
-);
 #[allow(unused_imports)]
-mod conv_dispatch_rows {
-    use ::cutlass_aot::conv::dispatch::{Entry, Table};
-    use ::cutlass_aot::model::ConvKind::*;
+mod table_rows {
+    use ::cutlass_aot::select::{Row, Table};
     use ::cutlass_aot::model::DType::*;
-    pub(super) static TABLES: [Table; 0usize] = [];
+    use ::cutlass_aot::model::Layout::*;
+    pub(super) static TABLES: [Table; 2usize] = [
+        Table::new(
+            "NVIDIA H100 80GB HBM3",
+            "2026-11-21",
+            &[
+                Row::emitted(
+                    "gemm",
+                    [Bf16, Bf16, Bf16],
+                    Some([Row, Column, Row]),
+                    [
+                        4096usize, 4096usize, 4096usize, 1usize, 0usize, 0usize, 0usize,
+                        0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                    ],
+                    &super::bf16_sm90_cooperative::INFO,
+                    1usize,
+                    0u8,
+                    0u32,
+                    180.25f64,
+                ),
+            ],
+        ),
+        Table::new(
+            "NVIDIA H200",
+            "2026-11-24",
+            &[
+                Row::emitted(
+                    "gemm",
+                    [Bf16, Bf16, Bf16],
+                    Some([Row, Column, Row]),
+                    [
+                        8192usize, 8192usize, 8192usize, 1usize, 0usize, 0usize, 0usize,
+                        0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                    ],
+                    &super::bf16_sm90_cooperative::INFO,
+                    1usize,
+                    2u8,
+                    8u32,
+                    1403.5f64,
+                ),
+                Row::emitted(
+                    "gemm",
+                    [F16, F16, F16],
+                    Some([Row, Column, Column]),
+                    [
+                        512usize, 512usize, 32768usize, 1usize, 0usize, 0usize, 0usize,
+                        0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                    ],
+                    &super::hgemm_tn::INFO,
+                    8usize,
+                    0u8,
+                    0u32,
+                    95.25f64,
+                ),
+            ],
+        ),
+    ];
 }
-/// The measured conv dispatch tables embedded by the build, one per device.
-pub static CONV_DISPATCH_TABLES: &[::cutlass_aot::conv::dispatch::Table] = &conv_dispatch_rows::TABLES;
+/// The measured selection tables embedded by the build, one per device
+/// (`cutlass_aot::select::table_for` picks the one of the device at run time).
+pub static TABLES: &[::cutlass_aot::select::Table] = &table_rows::TABLES;

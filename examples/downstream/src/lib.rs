@@ -88,7 +88,7 @@ pub fn project_and_normalize(
     }
     let gemm = dispatch::run_in(
         &kernels::REGISTRY,
-        kernels::DISPATCH_TABLES,
+        kernels::TABLES,
         stream,
         MatrixRef::<f16, RowMajor>::new(x, p.tokens, p.d_in),
         MatrixRef::<f16, ColumnMajor>::new(w, p.d_in, p.d_out),

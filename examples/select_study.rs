@@ -1,0 +1,111 @@
+//! How well the selection engine does on problems its table has not measured, offline: every
+//! problem of an embedded table is left out in turn (its rows hidden from the calibration) and the
+//! engine chooses among the ways the table timed on it; the chosen way's time is set beside the
+//! problem's fastest. No GPU needed (`cutlass_aot::select::study`).
+//!
+//! ```text
+//! cargo run --release --all-features --example select_study -- [--device "NVIDIA H100 80GB HBM3"] [--losses 12]
+//! ```
+//! Prints, per operation and element type, the geometric mean of fastest ÷ chosen and the share of
+//! problems within 5 % of their fastest, for the calibrated engine and the bare model, and the
+//! problems where the engine loses most.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use cutlass_aot::select::study::{leave_one_out, Outcome, Summary};
+use cutlass_aot::select::{Context, Key};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let losses: usize = value("--losses").and_then(|s| s.parse().ok()).unwrap_or(12);
+    let device = value("--device");
+    let tables: Vec<_> = cutlass_aot::kernels::TABLES
+        .iter()
+        .filter(|t| device.as_deref().map_or(true, |d| t.device == d))
+        .collect();
+    if tables.is_empty() {
+        eprintln!("no embedded table matches; the build embeds every bench/dispatch/*.tsv");
+        return ExitCode::FAILURE;
+    }
+    for table in tables {
+        println!(
+            "{} (measured {}), {} rows",
+            table.device,
+            table.date,
+            table.rows.len()
+        );
+        let context = Context {
+            table,
+            multiprocessors: sms_of(table.device),
+            work_of: &cutlass_aot::operations::row_work,
+        };
+        let outcomes = leave_one_out(&context, |_| true, cutlass_aot::operations::problem_of_key);
+        report(&outcomes, losses);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Multiprocessors of the table's device (the H100 SXM's 132 unless its name says otherwise).
+fn sms_of(device: &str) -> u32 {
+    if device.contains("PCIe") {
+        114
+    } else if device.contains("A100") {
+        108
+    } else {
+        132
+    }
+}
+
+fn label(key: &Key) -> String {
+    format!("{} {}", key.op, key.elements[0])
+}
+
+fn report(outcomes: &[Outcome], losses: usize) {
+    let mut groups: BTreeMap<String, Vec<&Outcome>> = BTreeMap::new();
+    for o in outcomes {
+        groups.entry(label(&o.keys[0])).or_default().push(o);
+    }
+    println!(
+        "  {:<22} {:>8} {:>22} {:>22}",
+        "operation", "problems", "calibrated (5 %)", "bare model (5 %)"
+    );
+    for (name, group) in &groups {
+        let calibrated = Summary::of(group.iter().map(|o| o.calibrated_ratio()));
+        let bare = Summary::of(group.iter().map(|o| o.bare_ratio()));
+        println!(
+            "  {name:<22} {:>8} {:>14.3} ({:>4.0} %) {:>14.3} ({:>4.0} %)",
+            group.len(),
+            calibrated.geomean,
+            calibrated.within_5_percent * 100.0,
+            bare.geomean,
+            bare.within_5_percent * 100.0
+        );
+    }
+    let all = Summary::of(outcomes.iter().map(|o| o.calibrated_ratio()));
+    println!(
+        "  all: {} problems, calibrated {:.3} of the fastest, {:.0} % within 5 %, worst {:.3}",
+        all.problems,
+        all.geomean,
+        all.within_5_percent * 100.0,
+        all.worst
+    );
+    let mut sorted: Vec<&Outcome> = outcomes.iter().collect();
+    sorted.sort_by(|a, b| a.calibrated_ratio().total_cmp(&b.calibrated_ratio()));
+    for o in sorted.iter().take(losses) {
+        let (name, split, us) = o.calibrated;
+        println!(
+            "  {:.3} {} {:?}: chose {name} split {split} ({us:.1} us), fastest {:.1} us",
+            o.calibrated_ratio(),
+            o.keys[0].op,
+            &o.keys[0].dims[..],
+            o.fastest_us
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! Conv plans: a dispatch decision made once, with its own workspace, launched any number of
+//! times — no allocation, synchronisation or host read per launch, so a launch can be captured into
+//! a CUDA graph (a strided dgrad's stride phases too: their side streams exist before the first
+//! launch and are forked and joined with events recorded at launch). The plan must outlive every
+//! launch of it, captured graphs included; launches on different streams must be ordered by the
+//! caller (they share the workspace).
+
+use cudarc::driver::CudaStream;
+
+use super::dispatch::{as_gemm, checked_problem, decide, launch_on, ConvDispatched, ConvSignature};
+use super::{Conv2d, Conv2dProblem, ConvOperands, ConvTypes};
+use crate::error::Error;
+use crate::gemm::GemmOperands;
+use crate::registry::Registry;
+use crate::select::{table_for, Table, NO_TABLE};
+use crate::types::Element;
+use crate::workspace::Workspace;
+
+/// A dispatched convolution ready to launch (see the module documentation).
+#[derive(Debug)]
+pub struct ConvPlan {
+    signature: ConvSignature,
+    problem: Conv2dProblem,
+    dispatched: ConvDispatched,
+    workspace: Option<Workspace>,
+}
+
+impl ConvPlan {
+    /// What the plan runs.
+    pub fn dispatched(&self) -> &ConvDispatched {
+        &self.dispatched
+    }
+
+    /// Bytes of device memory the plan holds.
+    pub fn workspace_bytes(&self) -> usize {
+        self.workspace.as_ref().map_or(0, Workspace::bytes)
+    }
+
+    /// Runs the plan on `operands` (the problem it was made for; addresses and scalars may differ).
+    ///
+    /// # Safety
+    /// As [`super::dispatch::launch_raw`]; launches of the plan on different streams must be
+    /// ordered by the caller.
+    pub unsafe fn launch_raw(&mut self, stream: &CudaStream, operands: &ConvOperands) -> Result<(), Error> {
+        let problem = checked_problem(self.signature, operands)?;
+        if !same_problem(&problem, &self.problem) {
+            return Err(Error::invalid(
+                "conv plan",
+                format!(
+                    "the plan was made for {:?}; these tensors describe {:?}: make a plan for them",
+                    key_text(&self.problem),
+                    key_text(&problem)
+                ),
+            ));
+        }
+        let (kernel, split_k) = (self.dispatched.kernel, self.dispatched.split_k);
+        // SAFETY: as the caller promised.
+        unsafe {
+            launch_on(
+                kernel,
+                split_k,
+                stream,
+                &problem,
+                operands,
+                self.workspace.as_mut(),
+            )
+        }
+    }
+
+    /// [`Self::launch_raw`] over typed tensors.
+    pub fn run<K: ConvTypes>(&mut self, stream: &CudaStream, args: Conv2d<'_, K>) -> Result<(), Error> {
+        super::with_operands(stream, args, |operands| {
+            // SAFETY: every address comes from a live cudarc buffer of the stated length and type.
+            unsafe { self.launch_raw(stream, operands) }
+        })
+    }
+}
+
+fn key_text(p: &Conv2dProblem) -> String {
+    format!("{:?}", super::dispatch::key_of(p).dims)
+}
+
+fn same_problem(a: &Conv2dProblem, b: &Conv2dProblem) -> bool {
+    super::dispatch::key_of(a) == super::dispatch::key_of(b) && a.mode == b.mode
+}
+
+/// A plan for `operands` over `registry` and `tables`.
+///
+/// # Safety
+/// The addresses are only recorded here; launching has [`ConvPlan::launch_raw`]'s contract.
+pub unsafe fn plan_raw(
+    registry: &Registry,
+    tables: &[Table],
+    stream: &CudaStream,
+    signature: ConvSignature,
+    operands: &ConvOperands,
+) -> Result<ConvPlan, Error> {
+    let device = crate::device::props(stream.context())?;
+    let problem = checked_problem(signature, operands)?;
+    let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
+    let (kernel, split_k, choice) = decide(registry, table, &problem, operands, &device)?;
+    let bytes = if kernel.operation.conv().is_some() {
+        let ops = ConvOperands {
+            split_k_slices: split_k,
+            ..*operands
+        };
+        super::workspace_bytes(kernel, &ops, &device)?
+    } else {
+        let (_, gemm) = as_gemm(&problem, operands)
+            .ok_or_else(|| Error::invalid(kernel.name, "a GEMM kernel runs only 1x1 convolutions"))?;
+        let gemm = GemmOperands {
+            split_k_slices: split_k,
+            ..gemm
+        };
+        crate::gemm::workspace_bytes(kernel, &gemm, &device)?
+    };
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(Error::driver("binding the context"))?;
+    crate::side_streams::reserve(stream)?;
+    let workspace = (bytes > 0)
+        .then(|| Workspace::untracked(stream, bytes))
+        .transpose()?;
+    Ok(ConvPlan {
+        signature,
+        problem,
+        dispatched: ConvDispatched {
+            kernel,
+            split_k,
+            choice,
+        },
+        workspace,
+    })
+}
+
+/// Decides how to run `args` (as [`super::dispatch::run`] would) and prepares it: a [`ConvPlan`]
+/// holding the decision and its workspace. Nothing is enqueued here.
+pub fn plan<K: ConvTypes>(stream: &CudaStream, args: Conv2d<'_, K>) -> Result<ConvPlan, Error> {
+    plan_in(&crate::kernels::REGISTRY, crate::kernels::TABLES, stream, args)
+}
+
+/// [`plan`] over `registry` and `tables` (a downstream crate's).
+pub fn plan_in<K: ConvTypes>(
+    registry: &Registry,
+    tables: &[Table],
+    stream: &CudaStream,
+    args: Conv2d<'_, K>,
+) -> Result<ConvPlan, Error> {
+    let signature = ConvSignature {
+        kind: K::KIND,
+        elements: (K::A::DTYPE, K::B::DTYPE, K::C::DTYPE),
+    };
+    super::with_operands(stream, args, |operands| {
+        // SAFETY: addresses of live, typed buffers; only recorded until the plan is launched.
+        unsafe { plan_raw(registry, tables, stream, signature, operands) }
+    })
+}

@@ -1,0 +1,186 @@
+//! The ways dispatch can run a GEMM, for the selection engine: every allowed kernel that supports
+//! the problem as given or transposed (D^T = B^T·A^T), at every split-K it supports, directly or
+//! with operands staged into the layouts of another kernel — each with the problem as its kernel
+//! sees it (a table key) and the work it does.
+
+use super::stage::StagePlan;
+use super::{problem_of, transposed, Orientation, Policy, Signature};
+use crate::gemm::{GemmOperands, GemmProblem};
+use crate::kernel::KernelInfo;
+use crate::model::{Layout, SplitK};
+use crate::registry::Registry;
+use crate::select::{cost, Candidate, Key, Piece, Row, Work};
+
+/// The operation's name in tables and results files.
+pub const OP: &str = "gemm";
+
+/// What a GEMM way adds to a kernel and split-K.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmWay {
+    pub orientation: Orientation,
+    /// The layouts (A, B, C/D) operands were staged into; `None`: read as they lie.
+    pub staged: Option<[Layout; 3]>,
+}
+
+/// What one staging copy or fill costs beyond its bytes (launch and tail, measured ~2-4 µs).
+const STAGING_LAUNCH_SECONDS: f64 = 3e-6;
+
+/// Bandwidth a staging copy reaches (bytes read + written per second): 0.66e12 measured on an
+/// H100 for a transposing bf16 copy of 4096² (the tiled copy moves 2-byte elements one at a time).
+const STAGING_BYTES_PER_SECOND: f64 = 0.66e12;
+
+/// Staged ways must be estimated this much faster than a direct one: their copies are only
+/// modelled.
+const STAGING_MARGIN: f64 = 1.25;
+
+/// The table key of `problem` as a kernel runs it.
+pub fn key_of(problem: &GemmProblem) -> Key {
+    Key::new(
+        OP,
+        [problem.element_a, problem.element_b, problem.element_c],
+        Some([problem.layout_a, problem.layout_b, problem.layout_c]),
+        &[problem.m, problem.n, problem.k, problem.batch_count],
+    )
+}
+
+/// The key of the same problem run transposed (D^T = B^T·A^T).
+pub fn transposed_key(key: &Key) -> Key {
+    let [a, b, c] = key.elements;
+    let mut dims = key.dims;
+    dims.swap(0, 1);
+    Key {
+        elements: [b, a, c],
+        layouts: key
+            .layouts
+            .map(|[la, lb, lc]| [lb.transposed(), la.transposed(), lc.transposed()]),
+        dims,
+        ..*key
+    }
+}
+
+/// One key of a problem and its transpose, the same for both.
+pub fn canonical_key(key: &Key) -> Key {
+    let other = transposed_key(key);
+    if format!("{other:?}") < format!("{key:?}") {
+        other
+    } else {
+        *key
+    }
+}
+
+/// The work of `kernel` on `problem` (C's read is not counted: it is not in the key).
+pub fn work_of(problem: &GemmProblem) -> Work {
+    let piece = Piece::new(problem.m, problem.n, problem.k, problem.batch_count);
+    let bits = [problem.element_a, problem.element_b, problem.element_c].map(|d| d.bits());
+    Work::single(piece, cost::gemm_bytes(piece, bits, false))
+}
+
+/// A GEMM row's work, for calibration.
+pub fn row_work(row: &Row) -> Option<Work> {
+    let [m, n, k, batch, ..] = row.key.dims;
+    let piece = Piece::new(m, n, k, batch);
+    Some(Work::single(
+        piece,
+        cost::gemm_bytes(piece, row.key.elements.map(|d| d.bits()), false),
+    ))
+}
+
+/// The split-K slice counts dispatch tries on `kernel`: powers of two up to 16 where it splits K
+/// (2.x serial split-K, 3.x stream-K's split mode), else 1. A parallel split-K kernel is never
+/// dispatched (see [`super::dispatchable`]).
+pub fn slice_candidates(kernel: &KernelInfo) -> &'static [usize] {
+    match kernel.design.split_k() {
+        SplitK::Serial | SplitK::StreamK => &[1, 2, 4, 8, 16],
+        SplitK::Parallel | SplitK::None => &[1],
+    }
+}
+
+/// The direct ways of `problem` (both orientations): kernels of `registry` that `policy` allows and
+/// that support the oriented problem, at each split-K they support.
+pub fn direct(registry: &Registry, problem: &GemmProblem, policy: Policy) -> Vec<Candidate<GemmWay>> {
+    ways(registry, problem, policy, None, 0.0, 1.0)
+}
+
+/// The ways of `problem` with `staging`'s operands copied first (its extra time and margin added).
+fn ways(
+    registry: &Registry,
+    problem: &GemmProblem,
+    policy: Policy,
+    staged: Option<[Layout; 3]>,
+    extra_seconds: f64,
+    margin: f64,
+) -> Vec<Candidate<GemmWay>> {
+    let mut out = Vec::new();
+    for orientation in [Orientation::AsGiven, Orientation::Transposed] {
+        let oriented = match orientation {
+            Orientation::AsGiven => problem.clone(),
+            Orientation::Transposed => transposed(problem),
+        };
+        let key = key_of(&oriented);
+        let mut work = work_of(&oriented);
+        work.extra_seconds = extra_seconds;
+        for &kernel in registry.all() {
+            if !policy.allows(kernel) {
+                continue;
+            }
+            for &split_k in slice_candidates(kernel) {
+                let sliced = GemmProblem {
+                    split_k_slices: split_k,
+                    ..oriented.clone()
+                };
+                if kernel.supports(&sliced).is_err() {
+                    // More slices than K has tiles, or split-K with a batch: larger splits fail too.
+                    if split_k > 1 {
+                        break;
+                    }
+                    continue;
+                }
+                out.push(Candidate {
+                    kernel,
+                    split_k,
+                    way: GemmWay { orientation, staged },
+                    key,
+                    work: work.clone(),
+                    margin,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The staged ways of `operands`: for each layout combination a kernel could take, the operands
+/// that stand in the way copied into packed, aligned scratch in those layouts (see
+/// [`super::stage`]). Combinations where nothing needs copying are the direct ways.
+pub fn staged(
+    registry: &Registry,
+    signature: Signature,
+    operands: &GemmOperands,
+    compute_capability: u32,
+    policy: Policy,
+) -> Vec<Candidate<GemmWay>> {
+    let layouts = [Layout::Row, Layout::Column];
+    let mut out = Vec::new();
+    for la in layouts {
+        for lb in layouts {
+            for lc in layouts {
+                let plan = StagePlan::new(signature, operands, [la, lb, lc]);
+                if !plan.is_needed() {
+                    continue;
+                }
+                let problem = problem_of(plan.signature, &plan.at(0), compute_capability);
+                let extra = plan.traffic as f64 / STAGING_BYTES_PER_SECOND
+                    + plan.launches() as f64 * STAGING_LAUNCH_SECONDS;
+                out.extend(ways(
+                    registry,
+                    &problem,
+                    policy,
+                    Some([la, lb, lc]),
+                    extra,
+                    STAGING_MARGIN,
+                ));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,179 @@
+//! The one cost model: how long a kernel takes on the work one way of running a problem gives it.
+//!
+//! An operation describes a way as [`Work`]: the launches of the kernel, each a list of GEMM-shaped
+//! pieces with the extents the kernel really iterates over (a Hopper conv's channels rounded up to
+//! its tile at every tap, a strided dgrad's phases), the bytes the kernel moves, and the seconds of
+//! anything else the way runs (staging copies). The model counts the busiest SM's multiply-adds —
+//! output tiles padded to whole clusters, quantised to waves, split-K slices, stream-K spread with
+//! its serial fixup, a penalty for small tiles — at a nominal per-SM rate of the kernel's math, and
+//! takes the larger of that and the bytes at a nominal bandwidth (plus a quarter of the smaller),
+//! plus a launch. Nominal rates are
+//! an H100's; [`super::calibration`] scales each kernel's estimate to what a table measured.
+
+use crate::kernel::KernelInfo;
+use crate::model::{Api, DType, IteratorAlgorithm, MathOp, OpClass, SplitK};
+
+/// A GEMM-shaped piece of work, in the extents the kernel iterates over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub batch: usize,
+}
+
+impl Piece {
+    pub const fn new(m: usize, n: usize, k: usize, batch: usize) -> Self {
+        Piece { m, n, k, batch }
+    }
+}
+
+/// One way's work: what the model costs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Work {
+    /// Launches of the kernel, one after another; each computes its pieces side by side.
+    pub launches: Vec<Vec<Piece>>,
+    /// Bytes the kernel reads and writes (each operand once): its memory floor.
+    pub bytes: f64,
+    /// Seconds of what the way runs besides the kernel (staging copies, fills), not calibrated.
+    pub extra_seconds: f64,
+}
+
+impl Work {
+    /// One launch of one piece moving `bytes`.
+    pub fn single(piece: Piece, bytes: f64) -> Self {
+        Work {
+            launches: vec![vec![piece]],
+            bytes,
+            extra_seconds: 0.0,
+        }
+    }
+}
+
+/// Device bandwidth the model assumes (bytes read + written per second; an H100 SXM's copies).
+pub const BYTES_PER_SECOND: f64 = 3.0e12;
+
+/// Fixed cost of one kernel launch on the device (start, tail, drain).
+pub const LAUNCH_SECONDS: f64 = 2.5e-6;
+
+/// Multiply-adds per SM per second of an H100's tensor cores on 16-bit operands (989 TFLOP/s
+/// dense over 132 SMs).
+const F16_MACS_PER_SM_SECOND: f64 = 3.7e12;
+
+/// The model's time (seconds) of `kernel` on `work` with `slices` split-K slices on a device of
+/// `multiprocessors` SMs: the kernel alone (no `extra_seconds`).
+pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiprocessors: u32) -> f64 {
+    let sms = multiprocessors.max(1) as f64;
+    let slices = slices.max(1);
+    let macs: f64 = work
+        .launches
+        .iter()
+        .map(|pieces| busiest_macs(kernel, pieces, slices, sms))
+        .sum();
+    let compute = macs / (F16_MACS_PER_SM_SECOND * math_rate(kernel));
+    // Split-K slices write and read back partial sums (f32) of every output tile.
+    let partials: f64 = work
+        .launches
+        .iter()
+        .flatten()
+        .map(|p| 8.0 * (p.m * p.n * p.batch) as f64 * (slices - 1) as f64)
+        .sum();
+    let memory = (work.bytes + partials) / (BYTES_PER_SECOND * memory_rate(kernel));
+    // Loads and multiply-adds overlap, not perfectly: the smaller term counts a quarter (it also
+    // ranks kernels that all wait for memory by the compute they waste).
+    compute.max(memory) + 0.25 * compute.min(memory) + work.launches.len() as f64 * LAUNCH_SECONDS
+}
+
+/// The busiest SM's multiply-adds in one launch of `pieces`, tile penalty and split-K traffic
+/// included.
+fn busiest_macs(kernel: &KernelInfo, pieces: &[Piece], slices: usize, sms: f64) -> f64 {
+    let (t, c) = (kernel.tile(), kernel.design.cluster());
+    let (tm, tn) = (t.m.max(1) as f64, t.n.max(1) as f64);
+    let (cm, cn) = (c.m.max(1) as f64, c.n.max(1) as f64);
+    let s = slices as f64;
+    let mut tiles = 0.0;
+    let mut total = 0.0;
+    let mut longest = 0.0f64;
+    for p in pieces.iter().filter(|p| p.m * p.n * p.batch > 0) {
+        // A cluster runs whole: a group of one M tile under a 2x1 cluster runs an idle second CTA.
+        let ctas =
+            (p.m as f64 / (tm * cm)).ceil() * cm * (p.n as f64 / (tn * cn)).ceil() * cn * p.batch as f64;
+        let tile_macs = tm * tn * (p.k.max(1) as f64 / s).ceil();
+        tiles += ctas * s;
+        total += ctas * s * tile_macs;
+        longest = longest.max(tile_macs);
+    }
+    if tiles == 0.0 {
+        return 0.0;
+    }
+    let waves = if pieces.len() == 1 {
+        (tiles / sms).ceil() * longest
+    } else {
+        // Groups of different K: tiles are taken as SMs free up.
+        (total / sms).max(longest)
+    };
+    let busiest = if kernel.design.split_k() == SplitK::StreamK && slices == 1 {
+        // Stream-K spreads the K iterations of every tile evenly over the SMs, or runs whole tiles
+        // where that is no slower. The SMs sharing a tile add their partial sums into it one after
+        // another: with few tiles over many SMs the chain costs about a quarter of the spread work
+        // per extra SM.
+        let peers = (sms / tiles).max(1.0);
+        waves.min(total / sms * 1.05 * (1.0 + 0.25 * (peers - 1.0)))
+    } else {
+        waves
+    };
+    let split = if slices > 1 { 1.0 + 0.05 * s } else { 1.0 };
+    busiest * (1.0 + 32.0 / tm + 32.0 / tn) * split
+}
+
+/// The kernel's multiply-add rate relative to 16-bit tensor cores on a Hopper kernel: its math
+/// (TF32 half, 3xTF32 a sixth, 8-bit twice, CUDA cores and f64 a fifteenth), CUTLASS 2.x
+/// tensor-core kernels at 65 % of a 3.x kernel's rate, analytic conv iterators at 75 %, and the
+/// first-layer conv kernel at 2.5x (it reads its few channels once per patch, not per tap).
+fn math_rate(kernel: &KernelInfo) -> f64 {
+    let Some(op) = kernel.operation.gemm_operands() else {
+        return 1.0;
+    };
+    let tensor = kernel.design.opclass() == OpClass::TensorOp;
+    let math = match (op.a.element, tensor) {
+        (DType::F64, true) => 1.0 / 15.0,
+        (DType::F64, false) => 1.0 / 30.0,
+        (DType::F32, false) => 1.0 / 15.0,
+        (DType::F32, true) => match op.math {
+            MathOp::MultiplyAddFastF32 => 1.0 / 6.0,
+            MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16 => 1.0,
+            _ => 0.5,
+        },
+        (DType::E4m3 | DType::E5m2 | DType::S8, true) => 2.0,
+        (_, true) => 1.0,
+        (_, false) => 1.0 / 15.0,
+    };
+    let generation = if tensor && kernel.api() == Api::Cutlass2x && op.a.element != DType::F64 {
+        0.65
+    } else {
+        1.0
+    };
+    let iterator = match kernel.operation.conv().map(|c| c.iterator) {
+        Some(IteratorAlgorithm::Analytic) => 0.75,
+        Some(IteratorAlgorithm::FirstLayer) => 2.5,
+        _ => 1.0,
+    };
+    math * generation * iterator
+}
+
+/// The share of the device's bandwidth the kernel's loads reach: CUTLASS 2.x kernels (cp.async,
+/// one CTA's loads at a time) reach about two thirds of what TMA kernels reach (a 2.x kernel with
+/// split-K ran a weight-streaming M = 16 problem at 0.61-0.66x cuBLAS on an H100, 2026-11-26).
+fn memory_rate(kernel: &KernelInfo) -> f64 {
+    match kernel.api() {
+        Api::Cutlass3x => 1.0,
+        Api::Cutlass2x => 0.65,
+    }
+}
+
+/// Bytes of a GEMM of `piece` with elements of `bits` (A, B, C/D), reading C when `reads_c`.
+pub fn gemm_bytes(piece: Piece, bits: [u32; 3], reads_c: bool) -> f64 {
+    let (m, n, k, b) = (piece.m as f64, piece.n as f64, piece.k as f64, piece.batch as f64);
+    let c_passes = if reads_c { 2.0 } else { 1.0 };
+    b * (m * k * bits[0] as f64 + k * n * bits[1] as f64 + c_passes * m * n * bits[2] as f64) / 8.0
+}

@@ -1,0 +1,263 @@
+//! Measured tables, one format for every operation: each row is one way (a kernel at a split-K and
+//! a tuning) timed on one problem as that kernel ran it. The build embeds every
+//! `bench/dispatch/*.tsv` (`kernels::TABLES`); [`table_for`] picks the one of the device.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use super::calibration::Rates;
+use super::cost::Work;
+use super::Tuning;
+use crate::kernel::KernelInfo;
+use crate::model::{DType, Layout};
+
+/// Extents a key holds at most (a conv2d's thirteen).
+pub const DIMS: usize = 13;
+
+/// What a row measured: an operation's problem as its kernel ran it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// The operation's name, as results files spell it: `gemm`, `conv2d_fprop`, `conv2d_dgrad`,
+    /// `conv2d_wgrad`.
+    pub op: &'static str,
+    /// Element types of A, B and C/D.
+    pub elements: [DType; 3],
+    /// Layouts of A, B and C/D as the kernel read them (GEMM); `None` where the operation has none.
+    pub layouts: Option<[Layout; 3]>,
+    /// The operation's extents, unused ones 0 (`gemm`: m, n, k, batch; `conv2d_*`: n, h, w, c, k,
+    /// r, s, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w).
+    pub dims: [usize; DIMS],
+}
+
+impl Key {
+    /// A key of `dims` (at most [`DIMS`]; the rest 0).
+    pub fn new(op: &'static str, elements: [DType; 3], layouts: Option<[Layout; 3]>, dims: &[usize]) -> Self {
+        let mut all = [0; DIMS];
+        all[..dims.len()].copy_from_slice(dims);
+        Key {
+            op,
+            elements,
+            layouts,
+            dims: all,
+        }
+    }
+}
+
+/// One measured way.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    pub key: Key,
+    /// The kernel that ran (for a conv problem, possibly a GEMM kernel over its matrix view).
+    pub kernel: &'static KernelInfo,
+    /// Split-K slices it ran with (1: none; a stream-K kernel's 1 is its own decomposition).
+    pub split_k: usize,
+    /// Run-time rasterisation it ran with (CUTLASS 3.x persistent kernels).
+    pub tuning: Tuning,
+    /// Measured time, microseconds.
+    pub us: f64,
+}
+
+impl Row {
+    /// A row as the build emits it.
+    pub const fn new(key: Key, kernel: &'static KernelInfo, split_k: usize, tuning: Tuning, us: f64) -> Self {
+        Row {
+            key,
+            kernel,
+            split_k,
+            tuning,
+            us,
+        }
+    }
+}
+
+impl Row {
+    /// A row as generated code spells it: raster 0 CUTLASS's choice, 1 along M, 2 along N.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub const fn emitted(
+        op: &'static str,
+        elements: [DType; 3],
+        layouts: Option<[Layout; 3]>,
+        dims: [usize; DIMS],
+        kernel: &'static KernelInfo,
+        split_k: usize,
+        raster: u8,
+        max_swizzle: u32,
+        us: f64,
+    ) -> Self {
+        let raster = match raster {
+            1 => super::Raster::AlongM,
+            2 => super::Raster::AlongN,
+            _ => super::Raster::Heuristic,
+        };
+        Row {
+            key: Key {
+                op,
+                elements,
+                layouts,
+                dims,
+            },
+            kernel,
+            split_k,
+            tuning: Tuning { raster, max_swizzle },
+            us,
+        }
+    }
+}
+
+impl Row {
+    /// The row as a line of a table file (the build's format: `cutlass_aot_build::table`).
+    pub fn tsv_line(&self) -> String {
+        let k = &self.key;
+        let layout = k
+            .layouts
+            .map_or("-".to_string(), |l| l.map(Layout::letter).concat());
+        let used = if k.op == "gemm" { 4 } else { DIMS };
+        let dims: Vec<String> = k.dims[..used].iter().map(|d| d.to_string()).collect();
+        let raster = match self.tuning.raster {
+            super::Raster::Heuristic => "auto",
+            super::Raster::AlongM => "m",
+            super::Raster::AlongN => "n",
+        };
+        format!(
+            "{}\t{}\t{}\t{}\t{layout}\t{}\t{}\t{}\t{raster}\t{}\t{:.2}",
+            k.op,
+            k.elements[0],
+            k.elements[1],
+            k.elements[2],
+            dims.join(","),
+            self.kernel.name,
+            self.split_k,
+            self.tuning.max_swizzle,
+            self.us
+        )
+    }
+}
+
+/// The header of a table file measured on `device` on `date`.
+pub fn tsv_header(device: &str, date: &str) -> String {
+    format!(
+        "# cutlass-aot selection table\n# device: {device}\n# date: {date}\n\
+         # columns: op a b c layout dims kernel split_k raster swizzle us\n"
+    )
+}
+
+/// A measured table of one device.
+#[derive(Debug)]
+pub struct Table {
+    /// The device's name as the driver reports it ("" for none).
+    pub device: &'static str,
+    pub date: &'static str,
+    pub rows: &'static [Row],
+    index: OnceLock<HashMap<Key, Vec<u32>>>,
+    rates: OnceLock<Rates>,
+}
+
+impl Table {
+    pub const fn new(device: &'static str, date: &'static str, rows: &'static [Row]) -> Self {
+        Table {
+            device,
+            date,
+            rows,
+            index: OnceLock::new(),
+            rates: OnceLock::new(),
+        }
+    }
+
+    fn index(&self) -> &HashMap<Key, Vec<u32>> {
+        self.index.get_or_init(|| {
+            let mut index: HashMap<Key, Vec<u32>> = HashMap::new();
+            for (i, row) in self.rows.iter().enumerate() {
+                index.entry(row.key).or_default().push(i as u32);
+            }
+            index
+        })
+    }
+
+    /// The rows that measured `key`.
+    pub fn rows_of(&self, key: &Key) -> impl Iterator<Item = &'static Row> + '_ {
+        let rows: &'static [Row] = self.rows;
+        self.index()
+            .get(key)
+            .into_iter()
+            .flatten()
+            .map(move |&i| &rows[i as usize])
+    }
+
+    /// Whether the table measured `key` at all.
+    pub fn measured(&self, key: &Key) -> bool {
+        self.index().contains_key(key)
+    }
+
+    /// The fastest row of `kernel` at `split_k` on `key`.
+    pub fn fastest(&self, key: &Key, kernel: &KernelInfo, split_k: usize) -> Option<&'static Row> {
+        self.rows_of(key)
+            .filter(|r| std::ptr::eq(r.kernel, kernel) && r.split_k == split_k)
+            .min_by(|a, b| a.us.total_cmp(&b.us))
+    }
+
+    /// Distinct problems of operation `op` the table measured.
+    pub fn problems_of(&self, op: &str) -> usize {
+        self.index().keys().filter(|k| k.op == op).count()
+    }
+
+    /// The model's rates fitted on every row (see [`super::calibration`]), on first use; `work_of`
+    /// gives a row's work (the crate's operations, [`crate::operations::row_work`]).
+    pub fn rates(&self, multiprocessors: u32, work_of: &dyn Fn(&Row) -> Option<Work>) -> &Rates {
+        self.rates
+            .get_or_init(|| Rates::fit(self.rows, multiprocessors, work_of))
+    }
+}
+
+/// A table measured on one device, for [`table_for`].
+pub trait MeasuredOn {
+    /// The device's name as the driver reports it ("" for none).
+    fn device(&self) -> &str;
+}
+
+impl MeasuredOn for Table {
+    fn device(&self) -> &str {
+        self.device
+    }
+}
+
+/// The empty table: every way is estimated by the bare model.
+pub static NO_TABLE: Table = Table::new("", "", &[]);
+
+/// The table of `tables` measured on the device named `device` with compute capability
+/// `compute_capability` (major·10 + minor).
+///
+/// * A table measured on a device of that exact name wins (`NVIDIA H100 80GB HBM3`).
+/// * Otherwise another device of the same model (`H100`, `H200`, `A100`, ... the first word with
+///   a digit after "NVIDIA"), else, on compute capability 9.0, any Hopper table (`H100` first):
+///   the kernels and their relative speed carry over between Hopper parts.
+/// * Otherwise none: times measured on another architecture rank the kernels wrongly.
+pub fn table_for<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Option<&'t T> {
+    if let Some(exact) = tables.iter().find(|t| t.device() == device) {
+        return Some(exact);
+    }
+    let model = |name: &str| {
+        name.split_whitespace()
+            .find(|w| *w != "NVIDIA" && w.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_ascii_uppercase)
+    };
+    if let Some(wanted) = model(device) {
+        if let Some(same_model) = tables
+            .iter()
+            .find(|t| model(t.device()).as_deref() == Some(wanted.as_str()))
+        {
+            return Some(same_model);
+        }
+    }
+    if compute_capability == 90 {
+        let hopper = |t: &&T| {
+            ["H100", "H200", "H800", "H20", "GH200"]
+                .iter()
+                .any(|m| model(t.device()).as_deref() == Some(m))
+        };
+        let mut hoppers: Vec<&T> = tables.iter().filter(hopper).collect();
+        hoppers.sort_by_key(|t| !t.device().contains("H100"));
+        return hoppers.first().copied();
+    }
+    None
+}
