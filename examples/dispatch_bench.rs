@@ -26,6 +26,9 @@ usage: dispatch_bench [options]
                           tt, nn, tnn, ... (default tn, C row-major)
   --shapes MxNxK[xB],...  shapes, or
   --sweep NAME            a named list (see the profiler's --help; default smoke)
+  --random N              N problems drawn at random instead (types of --dtype, A and B of either
+                          layout, M, N, K log-uniform in [1, 65536], some batched; see
+                          common::sweeps::random_problems); --seed S picks them (default 1)
   --allow-tf32            f32 problems may run on TF32 (default: f32 accuracy)
   --iters N               timed launches (default 20), --warmup N (default 5)
   --max-seconds S         cap each shape's timed launches at about S seconds (default 1)
@@ -35,6 +38,8 @@ struct Settings {
     dtypes: Vec<DType>,
     layouts: Vec<[Layout; 3]>,
     shapes: Vec<Extents>,
+    /// `(count, seed)`: random problems instead of types × layouts × shapes.
+    random: Option<(usize, u64)>,
     policy: Policy,
     iters: usize,
     warmup: usize,
@@ -47,6 +52,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
         dtypes: vec![DType::Bf16, DType::F16],
         layouts: vec![[Layout::Row, Layout::Column, Layout::Row]],
         shapes: common::sweeps::sweep("smoke")?,
+        random: None,
         policy: Policy::default(),
         iters: 20,
         warmup: 5,
@@ -82,6 +88,11 @@ fn parse(args: &[String]) -> Result<Settings, String> {
                     .collect::<Result<_, _>>()?
             }
             "--sweep" => o.shapes = common::sweeps::sweep(&value()?)?,
+            "--random" => o.random = Some((count(value()?)?, o.random.map_or(1, |r| r.1))),
+            "--seed" => {
+                let seed = count(value()?)? as u64;
+                o.random = Some((o.random.map_or(0, |r| r.0), seed));
+            }
             "--allow-tf32" => o.policy.allow_tf32 = true,
             "--iters" => o.iters = count(value()?)?.max(1),
             "--warmup" => o.warmup = count(value()?)?,
@@ -121,90 +132,115 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<bool, String> {
     let date = common::utc_date();
     let spinner = Spinner::new(ctx).ok();
     let mut all_ok = true;
-    for &dtype in &o.dtypes {
-        for &layouts in &o.layouts {
-            for &e in &o.shapes {
-                let types = Types {
-                    a: dtype,
-                    b: dtype,
-                    c: dtype,
-                    layout_a: layouts[0],
-                    layout_b: layouts[1],
-                    layout_c: layouts[2],
-                };
-                let signature = Signature {
-                    element_a: dtype,
-                    element_b: dtype,
-                    element_c: dtype,
-                    layout_a: layouts[0],
-                    layout_b: layouts[1],
-                    layout_c: layouts[2],
-                };
-                let record = JsonRecord::new()
-                    .str("device", &device)
-                    .str("date", &date)
-                    .str("op", "gemm")
-                    .str("path", "dispatch")
-                    .str("dtype", &dtype_label(dtype, o.policy))
-                    .str("dtype_b", &dtype.to_string())
-                    .str("dtype_c", &dtype.to_string())
-                    .str("layout", &format!("{}{}", letter(layouts[0]), letter(layouts[1])))
-                    .str("layout_c", letter(layouts[2]))
-                    .int("m", e.m)
-                    .int("n", e.n)
-                    .int("k", e.k)
-                    .int("batch", e.batch)
-                    .num("alpha", 1.0, 3)
-                    .num("beta", 0.0, 3)
-                    .int("warmup", o.warmup);
-                let shape = format!(
-                    "{dtype} {}{}{} {}x{}x{}x{}",
-                    letter(layouts[0]),
-                    letter(layouts[1]),
-                    letter(layouts[2]),
-                    e.m,
-                    e.n,
-                    e.k,
-                    e.batch
-                );
-                match measure(ctx, &stream, o, types, signature, e, spinner.as_ref()) {
-                    Ok((ran, fields)) => {
-                        let verified = fields.1.passed();
-                        all_ok &= verified;
-                        let info = ran.kernel.expect("a non-empty problem launches a kernel");
-                        let r = record
-                            .str("kernel", info.name)
-                            .str("rust_name", info.rust_name)
-                            .str("choice", &ran.describe())
-                            .int("split_k", ran.split_k)
-                            .bool("staged", !ran.staged.is_empty());
-                        let (timing, check, tflops, gbps) = fields;
-                        let r = common::measurement_fields(r, &timing, tflops, gbps, Some(&check));
-                        if o.json {
-                            common::out(r.finish());
-                        } else {
-                            common::out(format!(
-                                "{shape:<34} {:>9.1} us {:>7.1} TFLOP/s  {}  {}",
-                                timing.median_us,
-                                tflops,
-                                if verified { "ok" } else { "NOT VERIFIED" },
-                                ran.describe()
-                            ));
-                        }
-                    }
-                    Err(why) => {
-                        all_ok = false;
-                        if o.json {
-                            common::out(record.bool("verified", false).str("error", &why).finish());
-                        } else {
-                            common::out(format!("{shape:<34} REFUSED/FAILED: {why}"));
-                        }
-                    }
+    let problems: Vec<common::sweeps::RandomProblem> = match o.random {
+        Some((count, seed)) => common::sweeps::random_problems(count, seed, &o.dtypes),
+        None => o
+            .dtypes
+            .iter()
+            .flat_map(|&d| {
+                o.layouts
+                    .iter()
+                    .flat_map(move |&l| o.shapes.iter().map(move |&e| (d, l, e)))
+            })
+            .collect(),
+    };
+    let props = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
+    let table =
+        cutlass_aot::select::table_for(cutlass_aot::kernels::TABLES, props.name, props.compute_capability);
+    for &(dtype, layouts, e) in &problems {
+        let types = Types {
+            a: dtype,
+            b: dtype,
+            c: dtype,
+            layout_a: layouts[0],
+            layout_b: layouts[1],
+            layout_c: layouts[2],
+        };
+        let signature = Signature {
+            element_a: dtype,
+            element_b: dtype,
+            element_c: dtype,
+            layout_a: layouts[0],
+            layout_b: layouts[1],
+            layout_c: layouts[2],
+        };
+        let record = JsonRecord::new()
+            .str("device", &device)
+            .str("date", &date)
+            .str("op", "gemm")
+            .str("path", "dispatch")
+            .str("dtype", &dtype_label(dtype, o.policy))
+            .str("dtype_b", &dtype.to_string())
+            .str("dtype_c", &dtype.to_string())
+            .str("layout", &format!("{}{}", letter(layouts[0]), letter(layouts[1])))
+            .str("layout_c", letter(layouts[2]))
+            .int("m", e.m)
+            .int("n", e.n)
+            .int("k", e.k)
+            .int("batch", e.batch)
+            .num("alpha", 1.0, 3)
+            .num("beta", 0.0, 3)
+            .int("warmup", o.warmup)
+            .bool("held_out", !measured(table, signature, e));
+        let shape = format!(
+            "{dtype} {}{}{} {}x{}x{}x{}",
+            letter(layouts[0]),
+            letter(layouts[1]),
+            letter(layouts[2]),
+            e.m,
+            e.n,
+            e.k,
+            e.batch
+        );
+        match measure(ctx, &stream, o, types, signature, e, spinner.as_ref()) {
+            Ok((ran, fields)) => {
+                let verified = fields.1.passed();
+                all_ok &= verified;
+                let info = ran.kernel.expect("a non-empty problem launches a kernel");
+                let r = record
+                    .str("kernel", info.name)
+                    .str("rust_name", info.rust_name)
+                    .str("choice", &ran.describe())
+                    .int("split_k", ran.split_k)
+                    .bool("staged", !ran.staged.is_empty());
+                let (timing, check, tflops, gbps) = fields;
+                let r = common::measurement_fields(r, &timing, tflops, gbps, Some(&check));
+                if o.json {
+                    common::out(r.finish());
+                } else {
+                    common::out(format!(
+                        "{shape:<34} {:>9.1} us {:>7.1} TFLOP/s  {}  {}",
+                        timing.median_us,
+                        tflops,
+                        if verified { "ok" } else { "NOT VERIFIED" },
+                        ran.describe()
+                    ));
+                }
+            }
+            Err(why) => {
+                all_ok = false;
+                if o.json {
+                    common::out(record.bool("verified", false).str("error", &why).finish());
+                } else {
+                    common::out(format!("{shape:<34} REFUSED/FAILED: {why}"));
                 }
             }
         }
     }
     Ok(all_ok)
+}
+
+/// Whether `table` measured the problem (either orientation): otherwise its result is held out.
+fn measured(table: Option<&cutlass_aot::select::Table>, signature: Signature, e: Extents) -> bool {
+    let Some(table) = table else { return false };
+    let problem = cutlass_aot::GemmProblem::new(
+        (e.m, e.n, e.k),
+        (signature.element_a, signature.element_b, signature.element_c),
+        (signature.layout_a, signature.layout_b, signature.layout_c),
+    )
+    .batched(e.batch);
+    let key = dispatch::candidates::key_of(&problem);
+    table.measured(&key) || table.measured(&dispatch::candidates::transposed_key(&key))
 }
 
 type Fields = (common::Timing, common::Check, f64, f64);

@@ -58,7 +58,14 @@ fn problem(
 const TN: [Layout; 3] = [Layout::Row, Layout::Column, Layout::Row];
 
 fn decide(signature: Signature, operands: &GemmOperands) -> Result<dispatch::Decision, Error> {
-    let registry = common::gemm_registry();
+    decide_in(common::gemm_registry(), signature, operands)
+}
+
+fn decide_in(
+    registry: &cutlass_aot::Registry,
+    signature: Signature,
+    operands: &GemmOperands,
+) -> Result<dispatch::Decision, Error> {
     dispatch::decide(
         registry,
         &select::NO_TABLE,
@@ -78,6 +85,29 @@ fn aligned_problems_run_directly() {
         decision.selection.kernel.api(),
         cutlass_aot::model::Api::Cutlass3x
     );
+}
+
+/// With kernels that read any alignment, small odd problems run directly: no copies.
+#[cfg(feature = "alignments")]
+#[test]
+fn narrow_alignment_kernels_run_odd_problems_as_they_lie() {
+    let registry = &cutlass_aot::kernels::REGISTRY;
+    // Small problems, where copies would cost more than the product itself.
+    for (shape, pad, offset) in [
+        ((96, 80, 701, 1), 0, 0),
+        ((64, 64, 64, 3), 3, 0),
+        ((128, 128, 128, 1), 0, 1),
+    ] {
+        let (sig, ops) = problem(DType::F16, TN, shape, pad, offset);
+        let decision = decide_in(registry, sig, &ops).unwrap();
+        assert!(
+            decision.staging.is_none(),
+            "{shape:?}: {:?}",
+            decision.staging.map(|p| p.staged)
+        );
+        let kernel = decision.selection.kernel;
+        assert!(kernel.gemm().a.alignment < 8, "{}", kernel.name);
+    }
 }
 
 #[test]

@@ -141,8 +141,8 @@ fn gemm_case(
         MatrixShape::packed(k, n, lb),
         MatrixShape::packed(m, n, lc),
     ];
-    let a = Buffer::new(stream, dtype, m * k, Some(1))?;
-    let b = Buffer::new(stream, dtype, k * n, Some(2))?;
+    let a = Buffer::new(stream, dtype, (m * k).max(1), Some(1))?;
+    let b = Buffer::new(stream, dtype, (k * n).max(1), Some(2))?;
     let c = Buffer::new(stream, dtype, m * n, Some(3))?;
     let d = Buffer::new(stream, dtype, m * n, None)?;
     let op = |shape: MatrixShape, buffer: &Buffer| Operand {
@@ -171,24 +171,36 @@ fn gemm_case(
     })
 }
 
-/// A table whose only row says `kernel` at `split_k` runs `case` fastest: the plan takes that way.
-fn table_forcing(case: &GemmCase, kernel: &'static KernelInfo, split_k: usize, device: &str) -> Vec<Table> {
-    let [m, n, k] = [
-        case.operands.a.shape.rows,
-        case.operands.b.shape.cols,
-        case.operands.a.shape.cols,
-    ];
-    let problem = cutlass_aot::GemmProblem::new(
-        (m, n, k),
-        (case.dtype, case.dtype, case.dtype),
-        (case.layouts[0], case.layouts[1], case.layouts[2]),
-    );
-    let key = dispatch::candidates::key_of(&problem);
-    let row = Row::new(key, kernel, split_k, Default::default(), 1.0);
+/// A table that measured every way dispatch weighs for `case`, `kernel` at `split_k` (as given)
+/// fastest by far: the plan takes that way.
+fn table_forcing(
+    case: &GemmCase,
+    kernel: &'static KernelInfo,
+    split_k: usize,
+    device: &cutlass_aot::device::DeviceProps,
+) -> Vec<Table> {
+    let sig = signature(case.dtype, case.layouts);
+    let ways = dispatch::ways(&REGISTRY, sig, &case.operands, device, Policy::default());
+    let rows: Vec<Row> = ways
+        .iter()
+        .map(|w| {
+            let forced = std::ptr::eq(w.kernel, kernel)
+                && w.split_k == split_k
+                && w.way.orientation == dispatch::Orientation::AsGiven
+                && w.way.staged.is_none();
+            Row::new(
+                w.key,
+                w.kernel,
+                w.split_k,
+                Default::default(),
+                if forced { 1.0 } else { 1000.0 },
+            )
+        })
+        .collect();
     vec![Table::new(
-        Box::leak(device.to_string().into_boxed_str()),
+        device.name,
         "test",
-        Box::leak(Box::new([row])),
+        Box::leak(rows.into_boxed_slice()),
     )]
 }
 
@@ -202,15 +214,33 @@ fn gemm_plan(
     beta: f64,
     force: Option<(&str, usize)>,
 ) -> Result<(), String> {
+    gemm_plan_in(
+        ctx,
+        dtype,
+        [Layout::Row, Layout::Column, Layout::Row],
+        shape,
+        beta,
+        force,
+    )
+}
+
+/// [`gemm_plan`] with operands in `layouts`.
+fn gemm_plan_in(
+    ctx: &Arc<CudaContext>,
+    dtype: DType,
+    layouts: [Layout; 3],
+    shape: (usize, usize, usize),
+    beta: f64,
+    force: Option<(&str, usize)>,
+) -> Result<(), String> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
-    let layouts = [Layout::Row, Layout::Column, Layout::Row];
     let mut case = gemm_case(&stream, dtype, layouts, shape, beta)?;
     let sig = signature(dtype, layouts);
     let device = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
     let tables = match force {
         Some((name, split)) => {
             let kernel = REGISTRY.by_name(name).ok_or(format!("no kernel {name}"))?;
-            table_forcing(&case, kernel, split, device.name)
+            table_forcing(&case, kernel, split, &device)
         }
         None => Vec::new(),
     };
@@ -531,9 +561,15 @@ fn main() {
         "gemm_plan_direct",
         Box::new(|c| gemm_plan(c, DType::F16, (256, 512, 320), 0.5, None)),
     );
+    // K = 0: D = beta·C through staged zero A and B (scratch memory of the plan's own).
     add(
-        "gemm_plan_staged_k700",
-        Box::new(|c| gemm_plan(c, DType::F16, (96, 80, 700), 0.0, None)),
+        "gemm_plan_staged_k0",
+        Box::new(|c| gemm_plan(c, DType::F16, (96, 80, 0), 0.5, None)),
+    );
+    // An odd K through the narrow-alignment kernels where built (else staged).
+    add(
+        "gemm_plan_odd_k",
+        Box::new(|c| gemm_plan(c, DType::Bf16, (96, 80, 701), 0.0, None)),
     );
     add(
         "gemm_plan_f64",

@@ -212,13 +212,13 @@ fn problems_carry_file_line_and_field() {
         (p.file.as_str(), p.line, p.field.as_str()),
         ("test.yaml", Some(10), "operations[0].stages")
     );
-    assert_eq!(p.message, "1 is out of range for tensorop; allowed: 3 to 10");
+    assert_eq!(p.message, "1 is out of range for tensorop; allowed: 2 to 10");
     let shown = err.to_string();
     let lines: Vec<&str> = shown.lines().collect();
     assert_eq!(lines.len(), 2);
     assert_eq!(
         lines[0],
-        "test.yaml:10: operations[0].stages: 1 is out of range for tensorop; allowed: 3 to 10"
+        "test.yaml:10: operations[0].stages: 1 is out of range for tensorop; allowed: 2 to 10"
     );
     assert!(lines[1].starts_with(
         "test.yaml:11: operations[0].swizzle: `spiral` is not allowed; allowed values: identity1"
@@ -227,11 +227,11 @@ fn problems_carry_file_line_and_field() {
 
 #[test]
 fn flow_style_entries_get_lines_too() {
-    let text = "version: 1\noperations:\n  - {kind: gemm, arch: 80, a: f16, layout_a: row, layout_b: column,\n     tile: [128, 128, 32], warps: [2, 2, 1], stages: 2}\n";
+    let text = "version: 1\noperations:\n  - {kind: gemm, arch: 80, a: f16, layout_a: row, layout_b: column,\n     tile: [128, 128, 32], warps: [2, 2, 1], stages: 1}\n";
     let err = manifest::parse(text, "flow.yaml").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "flow.yaml:4: operations[0].stages: 2 is out of range for tensorop; allowed: 3 to 10"
+        "flow.yaml:4: operations[0].stages: 1 is out of range for tensorop; allowed: 2 to 10"
     );
 }
 

@@ -205,3 +205,45 @@ pub fn parse_float_dtype(s: &str) -> Result<DType, String> {
         .filter(|d| matches!(d, DType::F16 | DType::Bf16 | DType::F32 | DType::F64))
         .ok_or_else(|| format!("--dtype {s:?}: allowed f16, bf16, f32, f64"))
 }
+
+/// A GEMM problem drawn at random: type, layouts of A, B and C, extents.
+pub type RandomProblem = (DType, [Layout; 3], Extents);
+
+/// `count` problems drawn with `seed`, none of any named list: a type of `dtypes`, A and B each
+/// row- or column-major (C row-major, as torch writes), M, N and K log-uniform in [1, 65536],
+/// a batch of 1 three times in four, else log-uniform in [2, 128]; redrawn while the product has
+/// more than 2^37 multiply-adds (2^33 for f32 and f64) or an operand over 1 GiB.
+pub fn random_problems(count: usize, seed: u64, dtypes: &[DType]) -> Vec<RandomProblem> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let log_uniform = |rng: &mut rand::rngs::StdRng, low: f64, high: f64| {
+        (rng.random_range(low.ln()..high.ln())).exp().round().max(low) as usize
+    };
+    let layouts = [Layout::Row, Layout::Column];
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count {
+        let dtype = dtypes[rng.random_range(0..dtypes.len())];
+        let (la, lb) = (layouts[rng.random_range(0..2)], layouts[rng.random_range(0..2)]);
+        let m = log_uniform(&mut rng, 1.0, 65536.0);
+        let n = log_uniform(&mut rng, 1.0, 65536.0);
+        let k = log_uniform(&mut rng, 1.0, 65536.0);
+        let batch = if rng.random_range(0..4) == 0 {
+            log_uniform(&mut rng, 2.0, 128.0)
+        } else {
+            1
+        };
+        let macs = m as f64 * n as f64 * k as f64 * batch as f64;
+        let limit = if matches!(dtype, DType::F32 | DType::F64) {
+            2f64.powi(33)
+        } else {
+            2f64.powi(37)
+        };
+        let bytes = (dtype.bits() / 8) as f64 * batch as f64;
+        let largest = (m * k).max(k * n).max(m * n) as f64 * bytes;
+        if macs > limit || largest > (1u64 << 30) as f64 {
+            continue;
+        }
+        out.push((dtype, [la, lb, Layout::Row], Extents { m, n, k, batch }));
+    }
+    out
+}

@@ -412,7 +412,7 @@ fn no_kernel(registry: &Registry, problem: &Conv2dProblem) -> Error {
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct MemoKey {
     registry: usize,
-    table: usize,
+    table: u64,
     device: (usize, u32, u32),
     kind: ConvKind,
     elements: (DType, DType, DType),
@@ -427,7 +427,7 @@ impl MemoKey {
         let alignment = p.addresses.unwrap_or_default().map(|a| a.trailing_zeros().min(8));
         MemoKey {
             registry: registry as *const Registry as usize,
-            table: table as *const Table as usize,
+            table: table.id(),
             device: (
                 device.name.as_ptr() as usize,
                 device.multiprocessors,

@@ -119,9 +119,9 @@ pub unsafe fn plan_raw(
         .bind_to_thread()
         .map_err(Error::driver("binding the context"))?;
     crate::side_streams::reserve(stream)?;
-    let workspace = (bytes > 0)
-        .then(|| Workspace::untracked(stream, bytes))
-        .transpose()?;
+    // Always some memory: a launch path that may need scratch (split-K, stream-K, the first-layer
+    // kernel's counters) asks for it even where the size comes out 0.
+    let workspace = Some(Workspace::untracked(stream, bytes.max(256))?);
     Ok(ConvPlan {
         signature,
         problem,

@@ -15,7 +15,7 @@ pub(super) type Remembered = (Selection, Option<[Layout; 3]>);
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(super) struct Key {
     registry: usize,
-    table: usize,
+    table: u64,
     device: (usize, u32, u32),
     allow_tf32: bool,
     signature: (u8, u8, u8, [bool; 3]),
@@ -27,7 +27,7 @@ pub(super) struct Key {
 impl Key {
     pub(super) fn new(
         registry: *const crate::Registry,
-        table: *const super::Table,
+        table: &super::Table,
         device: &crate::device::DeviceProps,
         policy: Policy,
         signature: Signature,
@@ -46,7 +46,7 @@ impl Key {
         let row = |l: Layout| l == Layout::Row;
         Key {
             registry: registry as usize,
-            table: table as usize,
+            table: table.id(),
             device: (
                 device.name.as_ptr() as usize,
                 device.compute_capability,

@@ -1,13 +1,15 @@
 //! The cost model calibrated on a measured table: for a way the table has not timed, the model's
-//! time ([`super::cost`]) ÷ the rate the same kernel showed on the table's rows.
+//! time ([`super::cost`]) mapped to what the same kernel showed on the table's rows.
 //!
-//! Every row gives a sample: its kernel's log rate, ln(model time ÷ measured time). A kernel's rate
-//! for a problem is the mean of its samples (of the same split-K where it has them), corrected
-//! towards the samples of nearby problems: each sample's difference from the mean weighs
-//! exp(−d²/2σ²), d the distance of the two problems' extents in octaves, and the corrections'
-//! weighted mean is shrunk towards 0 by a prior weight, so far-away rows leave the mean alone. A
-//! kernel without rows takes the mean rate of its family (same generation, math class and A type).
-//! `except` leaves one problem out: how selection is judged on problems a table lacks.
+//! Each row is a sample: the model's time x and the measured time y of its way. A kernel's samples
+//! (of the same split-K where it has enough) fit y ≈ a·x + b by least squares on relative errors: a
+//! scales the model's throughput to the kernel's, b is its fixed cost (launch, tail, a serial
+//! split-K's semaphore chain) that the model does not see. The fitted time is then corrected
+//! towards the samples of nearby problems: each sample's log error against the fit weighs
+//! exp(−d²/2σ²), d the distance of the two problems' extents in octaves, and the weighted mean is
+//! shrunk towards 0 by a prior weight, so far-away rows leave the fit alone. A kernel without rows
+//! takes the fit of its family (same generation, math class and A type). `except` leaves problems
+//! out: how selection is judged on problems a table lacks.
 
 use std::collections::HashMap;
 
@@ -20,6 +22,8 @@ use crate::model::{Api, DType, OpClass};
 const SIGMA: f64 = 1.0;
 /// Weight of the prior (no correction) against the neighbours' corrections.
 const PRIOR_WEIGHT: f64 = 0.3;
+/// Samples of one split-K a fit of that split needs (else every split of the kernel is fitted).
+const SPLIT_SAMPLES: usize = 3;
 
 /// A kernel family: rows of one family stand in for a kernel of it the table never ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,7 +49,9 @@ struct Sample {
     split_k: usize,
     /// log2(1 + extent) of the key's dims.
     octaves: [f32; DIMS],
-    log_rate: f64,
+    /// The model's seconds and the measured seconds.
+    model: f64,
+    measured: f64,
 }
 
 /// How an estimate was made.
@@ -80,12 +86,12 @@ impl Rates {
             let Some(work) = work_of(row) else {
                 continue;
             };
-            let model = kernel_seconds(row.kernel, &work, row.split_k, multiprocessors);
             let sample = Sample {
                 key: row.key,
                 split_k: row.split_k,
                 octaves: octaves(&row.key),
-                log_rate: (model / (row.us * 1e-6)).ln(),
+                model: kernel_seconds(row.kernel, &work, row.split_k, multiprocessors),
+                measured: row.us * 1e-6,
             };
             rates.by_kernel.entry(row.kernel.name).or_default().push(sample);
             rates
@@ -114,55 +120,75 @@ impl Rates {
         multiprocessors: u32,
         except: &[Key],
     ) -> Option<(f64, Fit)> {
-        let kept = |s: &&Sample| !except.contains(&s.key);
-        let own: Vec<&Sample> = self
-            .by_kernel
-            .get(kernel.name)
-            .into_iter()
-            .flatten()
-            .filter(kept)
-            .collect();
-        let (log_rate, fit) = if own.is_empty() {
-            let family: Vec<&Sample> = self
-                .by_family
-                .get(&Family::of(kernel))
+        fn kept_of<'s>(samples: Option<&'s Vec<Sample>>, except: &[Key]) -> Vec<&'s Sample> {
+            samples
                 .into_iter()
                 .flatten()
-                .filter(kept)
-                .collect();
-            let mean = mean(family.iter().map(|s| s.log_rate))?;
-            (mean, Fit::Family { rows: family.len() })
+                .filter(|s| !except.contains(&s.key))
+                .collect()
+        }
+        let of = |samples| kept_of(samples, except);
+        let own = of(self.by_kernel.get(kernel.name));
+        let (basis, fit) = if own.is_empty() {
+            let family = of(self.by_family.get(&Family::of(kernel)));
+            let rows = family.len();
+            (family, Fit::Family { rows })
         } else {
+            let rows = own.len();
             let same_split: Vec<&Sample> = own.iter().copied().filter(|s| s.split_k == split_k).collect();
-            let basis = if same_split.is_empty() { &own } else { &same_split };
-            let base = mean(basis.iter().map(|s| s.log_rate))?;
-            (
-                base + local_correction(basis, key, base),
-                Fit::Kernel { rows: own.len() },
-            )
+            let basis = if same_split.len() >= SPLIT_SAMPLES {
+                same_split
+            } else {
+                own
+            };
+            (basis, Fit::Kernel { rows })
         };
+        let (a, b) = affine_fit(&basis)?;
         let model = kernel_seconds(kernel, work, split_k, multiprocessors);
-        Some((model / log_rate.exp(), fit))
+        let fitted = a * model + b;
+        Some((fitted * local_correction(&basis, key, (a, b)).exp(), fit))
     }
 }
 
-fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let (sum, count) = values.fold((0.0, 0usize), |(s, c), v| (s + v, c + 1));
-    (count > 0).then(|| sum / count as f64)
+/// y ≈ a·x + b over `samples` (x the model's time, y the measured), least squares on relative
+/// errors, a > 0 and b ≥ 0; with a single sample, or where the fit would make b negative, b = 0.
+fn affine_fit(samples: &[&Sample]) -> Option<(f64, f64)> {
+    if samples.is_empty() {
+        return None;
+    }
+    // Weights 1/y²: every sample's relative error counts alike.
+    let (mut sxx, mut sx, mut s1, mut sxy, mut sy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for s in samples {
+        let w = 1.0 / (s.measured * s.measured);
+        sxx += w * s.model * s.model;
+        sx += w * s.model;
+        s1 += w;
+        sxy += w * s.model * s.measured;
+        sy += w * s.measured;
+    }
+    let det = sxx * s1 - sx * sx;
+    if samples.len() > 1 && det > 1e-12 * sxx * s1 {
+        let a = (sxy * s1 - sx * sy) / det;
+        let b = (sxx * sy - sx * sxy) / det;
+        if a > 0.0 && b >= 0.0 {
+            return Some((a, b));
+        }
+    }
+    (sxx > 0.0).then(|| (sxy / sxx, 0.0))
 }
 
-/// The weighted mean of nearby samples' differences from `base`, shrunk by the prior weight.
-fn local_correction(samples: &[&Sample], key: &Key, base: f64) -> f64 {
+/// The weighted mean of nearby samples' log errors against the fit, shrunk by the prior weight.
+fn local_correction(samples: &[&Sample], key: &Key, (a, b): (f64, f64)) -> f64 {
     let here = octaves(key);
     let (mut weighted, mut weights) = (0.0, PRIOR_WEIGHT);
     for s in samples.iter().filter(|s| s.key.op == key.op) {
         let d2: f64 = here
             .iter()
             .zip(&s.octaves)
-            .map(|(a, b)| (*a as f64 - *b as f64).powi(2))
+            .map(|(p, q)| (*p as f64 - *q as f64).powi(2))
             .sum();
         let w = (-d2 / (2.0 * SIGMA * SIGMA)).exp();
-        weighted += w * (s.log_rate - base);
+        weighted += w * (s.measured / (a * s.model + b)).ln();
         weights += w;
     }
     weighted / weights

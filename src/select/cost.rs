@@ -84,11 +84,11 @@ pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiproc
     compute.max(memory) + 0.25 * compute.min(memory) + work.launches.len() as f64 * LAUNCH_SECONDS
 }
 
-/// The busiest SM's multiply-adds in one launch of `pieces`, tile penalty and split-K traffic
-/// included.
+/// The busiest SM's multiply-adds in one launch of `pieces` (output and K in whole tiles), tile
+/// penalty and split-K traffic included.
 fn busiest_macs(kernel: &KernelInfo, pieces: &[Piece], slices: usize, sms: f64) -> f64 {
     let (t, c) = (kernel.tile(), kernel.design.cluster());
-    let (tm, tn) = (t.m.max(1) as f64, t.n.max(1) as f64);
+    let (tm, tn, tk) = (t.m.max(1) as f64, t.n.max(1) as f64, t.k.max(1) as f64);
     let (cm, cn) = (c.m.max(1) as f64, c.n.max(1) as f64);
     let s = slices as f64;
     let mut tiles = 0.0;
@@ -98,7 +98,8 @@ fn busiest_macs(kernel: &KernelInfo, pieces: &[Piece], slices: usize, sms: f64) 
         // A cluster runs whole: a group of one M tile under a 2x1 cluster runs an idle second CTA.
         let ctas =
             (p.m as f64 / (tm * cm)).ceil() * cm * (p.n as f64 / (tn * cn)).ceil() * cn * p.batch as f64;
-        let tile_macs = tm * tn * (p.k.max(1) as f64 / s).ceil();
+        // Each slice's K runs in whole K tiles.
+        let tile_macs = tm * tn * ((p.k.max(1) as f64 / s).ceil() / tk).ceil() * tk;
         tiles += ctas * s;
         total += ctas * s * tile_macs;
         longest = longest.max(tile_macs);

@@ -151,6 +151,7 @@ pub struct Table {
     pub rows: &'static [Row],
     index: OnceLock<HashMap<Key, Vec<u32>>>,
     rates: OnceLock<Rates>,
+    id: OnceLock<u64>,
 }
 
 impl Table {
@@ -161,7 +162,17 @@ impl Table {
             rows,
             index: OnceLock::new(),
             rates: OnceLock::new(),
+            id: OnceLock::new(),
         }
+    }
+
+    /// A number no other table of this process has (decisions are remembered per table: an
+    /// address could be reused by a table made after this one is dropped).
+    pub fn id(&self) -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        *self
+            .id
+            .get_or_init(|| NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
     }
 
     fn index(&self) -> &HashMap<Key, Vec<u32>> {

@@ -73,8 +73,7 @@ pub fn check(e: &Entry) -> Vec<KeyProblem> {
         wrong(
             "stages",
             auto,
-            "`auto` is only for arch 90 (CUTLASS 3.x); 2.x kernels need a stage count: 3 to 10 (tensorop), \
-             2 to 10 (simt)",
+            "`auto` is only for arch 90 (CUTLASS 3.x); 2.x kernels need a stage count: 2 to 10",
         );
     }
     if has_3x {

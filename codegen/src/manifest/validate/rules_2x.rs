@@ -54,11 +54,9 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
         ));
     }
     shapes(k, out);
-    let (low, high) = if k.opclass == OpClass::TensorOp {
-        (3, 10)
-    } else {
-        (2, 10)
-    };
+    // Two stages: CUTLASS's register-staged mainloop (MmaPipelined), which also reads operands
+    // narrower than cp.async's 4 bytes.
+    let (low, high) = (2, 10);
     if !(low..=high).contains(&k.stages) {
         out.push((
             "stages",
@@ -329,15 +327,16 @@ fn shapes(k: &GemmKernel, out: &mut Vec<Finding>) {
 
 fn alignments(k: &GemmKernel, out: &mut Vec<Finding>) {
     let a = k.element_a;
-    let tensorop = k.opclass == OpClass::TensorOp;
-    // cp.async (used by tensorop mainloops) copies 4, 8 or 16 bytes, never fewer.
+    // cp.async (used by multistage tensorop mainloops) copies 4, 8 or 16 bytes, never fewer; the
+    // two-stage mainloop loads through registers and reads any alignment.
+    let tensorop = k.opclass == OpClass::TensorOp && k.stages != 2;
     let allowed: Vec<u32> = powers_of_two(crate::model::max_ab_alignment(k.opclass, a))
         .into_iter()
         .filter(|&p| !tensorop || p * a.bits() / 8 >= 4)
         .collect();
     if !allowed.contains(&k.alignment_a) {
         let why = if tensorop {
-            " and at least 4 bytes, because cp.async copies 4, 8 or 16 bytes"
+            " and at least 4 bytes, because cp.async copies 4, 8 or 16 bytes; with stages: 2, any"
         } else {
             ""
         };
