@@ -86,12 +86,13 @@ pub fn row_work(row: &Row) -> Option<Work> {
 }
 
 /// The split-K slice counts dispatch tries on `kernel`: powers of two up to 16 where it splits K
-/// (2.x serial split-K, 3.x stream-K's split mode), else 1. A parallel split-K kernel is never
-/// dispatched (see [`super::dispatchable`]).
+/// (2.x serial split-K, 3.x stream-K's split mode), 2 to 32 for a parallel split-K kernel (without
+/// slices it only adds its reduction pass), else 1.
 pub fn slice_candidates(kernel: &KernelInfo) -> &'static [usize] {
     match kernel.design.split_k() {
         SplitK::Serial | SplitK::StreamK => &[1, 2, 4, 8, 16],
-        SplitK::Parallel | SplitK::None => &[1],
+        SplitK::Parallel => &[2, 4, 8, 16, 32],
+        SplitK::None => &[1],
     }
 }
 

@@ -15,7 +15,7 @@ use crate::gemm::GemmProblem;
 use crate::gemm::{self, GemmOperands, Operand};
 use crate::kernel::KernelInfo;
 use crate::matrix::{MatrixMut, MatrixRef};
-use crate::model::{DType, Layout, MathOp, OperationKind, SplitK};
+use crate::model::{DType, Layout, MathOp, OperationKind};
 use crate::registry::Registry;
 use crate::select::{self, table_for, Choice, Table, NO_TABLE};
 use crate::types::{Element, LayoutTag};
@@ -58,8 +58,8 @@ pub fn rounds_to_tf32(kernel: &KernelInfo) -> bool {
 /// something else), not one that trades accuracy for speed (f32 operands rounded to f16/bf16: the
 /// caller asked for f32; Hopper's 3xTF32 by splitting K, whose error grows with K because the
 /// warpgroup MMA truncates its accumulator: 4.2e-5 at K = 4096 where cuBLAS's SGEMM errs by 1.1e-6,
-/// measured on an H100), nor a parallel split-K kernel (without slices it only adds a reduction
-/// pass). All stay available by name.
+/// measured on an H100). All stay available by name. (A parallel split-K kernel is a way only with
+/// slices, see [`candidates::slice_candidates`].)
 pub fn dispatchable(kernel: &KernelInfo) -> bool {
     kernel.operation.kind() == OperationKind::Gemm
         && kernel.is_plain()
@@ -68,7 +68,6 @@ pub fn dispatchable(kernel: &KernelInfo) -> bool {
             kernel.gemm().math,
             MathOp::MultiplyAddFastF16 | MathOp::MultiplyAddFastBf16
         )
-        && kernel.design.split_k() != SplitK::Parallel
 }
 
 /// How a selected kernel runs the problem.

@@ -29,8 +29,7 @@ pub(super) fn no_kernel(registry: &Registry, problem: &GemmProblem, policy: Poli
         };
         if !super::dispatchable(kernel) {
             reasons.push(
-                "dispatch does not pick it (a fused epilogue, f32 rounded to f16/bf16, or parallel split-K): \
-                 call it by name"
+                "dispatch does not pick it (a fused epilogue, or f32 rounded to f16/bf16): call it by name"
                     .to_string(),
             );
         } else if !policy.allows(kernel) {

@@ -2,7 +2,8 @@
 //! time ([`super::cost`]) mapped to what the same kernel showed on the table's rows.
 //!
 //! Each row is a sample: the model's time x and the measured time y of its way. A kernel's samples
-//! (of the same split-K where it has enough) fit y ≈ a·x + b by least squares on relative errors: a
+//! of the same split-K (else its family's of that split-K, else all the kernel's) fit y ≈ a·x + b
+//! by least squares on relative errors: a
 //! scales the model's throughput to the kernel's, b is its fixed cost (launch, tail, a serial
 //! split-K's semaphore chain) that the model does not see. The fitted time is then corrected
 //! towards the samples of nearby problems: each sample's log error against the fit weighs
@@ -22,7 +23,7 @@ use crate::model::{Api, DType, OpClass};
 const SIGMA: f64 = 1.0;
 /// Weight of the prior (no correction) against the neighbours' corrections.
 const PRIOR_WEIGHT: f64 = 0.3;
-/// Samples of one split-K a fit of that split needs (else every split of the kernel is fitted).
+/// Samples of one split-K a fit of that split needs.
 const SPLIT_SAMPLES: usize = 3;
 
 /// A kernel family: rows of one family stand in for a kernel of it the table never ran.
@@ -129,19 +130,29 @@ impl Rates {
         }
         let of = |samples| kept_of(samples, except);
         let own = of(self.by_kernel.get(kernel.name));
-        let (basis, fit) = if own.is_empty() {
-            let family = of(self.by_family.get(&Family::of(kernel)));
-            let rows = family.len();
-            (family, Fit::Family { rows })
+        let family = || of(self.by_family.get(&Family::of(kernel)));
+        fn of_split<'s>(samples: &[&'s Sample], split_k: usize) -> Vec<&'s Sample> {
+            samples.iter().copied().filter(|s| s.split_k == split_k).collect()
+        }
+        // The kernel's rows of this split-K; else its family's rows of this split-K (a split's
+        // fixed cost is the family's more than the kernel's); else all of the kernel's, else all
+        // of its family's.
+        let own_split = of_split(&own, split_k);
+        let (basis, fit) = if own_split.len() >= SPLIT_SAMPLES {
+            (own_split, Fit::Kernel { rows: own.len() })
         } else {
-            let rows = own.len();
-            let same_split: Vec<&Sample> = own.iter().copied().filter(|s| s.split_k == split_k).collect();
-            let basis = if same_split.len() >= SPLIT_SAMPLES {
-                same_split
+            let family = family();
+            let family_split = of_split(&family, split_k);
+            if family_split.len() >= SPLIT_SAMPLES && split_k > 1 {
+                let rows = family_split.len();
+                (family_split, Fit::Family { rows })
+            } else if !own.is_empty() {
+                let rows = own.len();
+                (own, Fit::Kernel { rows })
             } else {
-                own
-            };
-            (basis, Fit::Kernel { rows })
+                let rows = family.len();
+                (family, Fit::Family { rows })
+            }
         };
         let (a, b) = affine_fit(&basis)?;
         let model = kernel_seconds(kernel, work, split_k, multiprocessors);

@@ -56,6 +56,9 @@ pub const BYTES_PER_SECOND: f64 = 3.0e12;
 /// Fixed cost of one kernel launch on the device (start, tail, drain).
 pub const LAUNCH_SECONDS: f64 = 2.5e-6;
 
+/// What each serial split-K slice after the first waits for its turn at an output tile.
+pub const SERIAL_SLICE_SECONDS: f64 = 2e-6;
+
 /// Multiply-adds per SM per second of an H100's tensor cores on 16-bit operands (989 TFLOP/s
 /// dense over 132 SMs).
 const F16_MACS_PER_SM_SECOND: f64 = 3.7e12;
@@ -81,7 +84,12 @@ pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiproc
     let memory = (work.bytes + partials) / (BYTES_PER_SECOND * memory_rate(kernel));
     // Loads and multiply-adds overlap, not perfectly: the smaller term counts a quarter (it also
     // ranks kernels that all wait for memory by the compute they waste).
-    compute.max(memory) + 0.25 * compute.min(memory) + work.launches.len() as f64 * LAUNCH_SECONDS
+    // Serial split-K slices add into each output tile one after another, behind a semaphore.
+    let chain = match kernel.design.split_k() {
+        SplitK::Serial => (slices - 1) as f64 * SERIAL_SLICE_SECONDS,
+        _ => 0.0,
+    };
+    compute.max(memory) + 0.25 * compute.min(memory) + chain + work.launches.len() as f64 * LAUNCH_SECONDS
 }
 
 /// The busiest SM's multiply-adds in one launch of `pieces` (output and K in whole tiles), tile
