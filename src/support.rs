@@ -335,10 +335,11 @@ impl Scale4d {
             DType::F16 => c"cutlass_aot_scale4_f16",
             DType::Bf16 => c"cutlass_aot_scale4_bf16",
             DType::F32 => c"cutlass_aot_scale4_f32",
+            DType::F64 => c"cutlass_aot_scale4_f64",
             other => {
                 return Err(Error::invalid(
                     "4-D scale",
-                    format!("{other} elements cannot be scaled here (f16, bf16 or f32)"),
+                    format!("{other} elements cannot be scaled here (f16, bf16, f32 or f64)"),
                 ))
             }
         };

@@ -612,6 +612,45 @@ fn dispatch_model_offers_gemm_kernels_for_matrix_products_only() {
     assert!(kernel.operation.conv().is_some(), "{}", kernel.name);
 }
 
+/// Nothing cuDNN runs is refused for its channel counts: any C and K, each kind, f16 and bf16, on
+/// Hopper and Ampere (C = 3 is an RGB input, K = 1 a one-channel output head) — but a strided
+/// dgrad of odd C or K, which no compiled kernel reads yet: its refusal names the channels.
+#[test]
+fn dispatch_runs_every_channel_count() {
+    for dtype in [DType::F16, DType::Bf16] {
+        for kind in [ConvKind::Fprop, ConvKind::Dgrad, ConvKind::Wgrad] {
+            for (c, k) in [(3, 64), (1, 1), (20, 30), (64, 1), (5, 7), (3, 3), (6, 10)] {
+                for (stride, pad) in [(1, 1), (2, 3)] {
+                    let problem = Conv2dProblem::new(kind, [2, 19, 23, c], [k, 7, 7], (dtype, dtype, dtype))
+                        .padding(pad, pad)
+                        .stride(stride, stride);
+                    for device in [H100, A100] {
+                        let decided = conv::dispatch::decide(
+                            &REGISTRY,
+                            &NO_TABLE,
+                            &problem,
+                            &operands(&problem),
+                            &device,
+                        );
+                        if kind == ConvKind::Dgrad && stride > 1 && (c % 2 == 1 || k % 2 == 1) {
+                            let message = invalid(decided);
+                            assert!(message.contains("channels, not a multiple"), "{message}");
+                            continue;
+                        }
+                        let (kernel, _, _) = decided.unwrap_or_else(|e| {
+                            panic!(
+                                "{kind} {dtype} C={c} K={k} stride {stride} on {}: {e}",
+                                device.name
+                            )
+                        });
+                        assert!(kernel.is_plain(), "{}", kernel.name);
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn dispatch_refuses_bad_requests_before_choosing() {
     use conv::dispatch::decide;
@@ -632,8 +671,10 @@ fn dispatch_refuses_bad_requests_before_choosing() {
     assert!(message.contains("no compiled dgrad kernel"), "{message}");
     eprintln!("{message}");
     assert!(message.contains("f64"), "{message}");
-    // Channels no kernel's alignment divides: each candidate says why.
-    let ragged = f16_problem(ConvKind::Fprop, [2, 8, 8, 13], [32, 3, 3]).padding(1, 1);
+    // int8 channels no int8 kernel's alignment divides (f16 and bf16 run any count): each
+    // candidate says why.
+    let s8 = (DType::S8, DType::S8, DType::S8);
+    let ragged = Conv2dProblem::new(ConvKind::Fprop, [2, 8, 8, 13], [32, 3, 3], s8).padding(1, 1);
     let message = invalid(decide(&REGISTRY, &NO_TABLE, &ragged, &operands(&ragged), &H100));
     assert!(message.contains("multiple"), "{message}");
     assert!(

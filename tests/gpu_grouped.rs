@@ -250,6 +250,17 @@ fn ragged(info: &KernelInfo) -> Vec<(usize, usize, usize)> {
     ]
 }
 
+/// Groups without products (k = 0: D = beta·C) beside ordinary ones.
+fn k_zero(info: &KernelInfo) -> Vec<(usize, usize, usize)> {
+    let r = |v| round_up(v, multiple(info));
+    vec![
+        (r(64), r(64), r(64)),
+        (r(40), r(72), 0),
+        (r(8), r(16), 0),
+        (r(24), r(32), r(16)),
+    ]
+}
+
 /// Many groups of Zipf-like sizes (some empty), as an MoE layer's experts.
 fn skewed(info: &KernelInfo) -> Vec<(usize, usize, usize)> {
     let (n, k) = (round_up(96, multiple(info)), round_up(128, multiple(info)));
@@ -575,6 +586,17 @@ fn main() {
             format!("{name}::skewed_37_groups"),
             Box::new(move |ctx| case(ctx, info, skewed(info), true, 0, scalars(info, (0.5, 0.5)))),
         );
+        // (k = 0 groups are computed beside plain float kernels; the others refuse them.)
+        let float_out = matches!(
+            info.gemm().c.element,
+            DType::F16 | DType::Bf16 | DType::F32 | DType::F64
+        );
+        if info.is_plain() && float_out {
+            add(
+                format!("{name}::k0_groups_are_beta_c"),
+                Box::new(move |ctx| case(ctx, info, k_zero(info), true, 0, scalars(info, (1.0, 0.5)))),
+            );
+        }
         add(
             format!("{name}::repeated_launches"),
             Box::new(move |ctx| repeated(ctx, info)),

@@ -14,6 +14,7 @@
 //! Groups with no rows (m = 0) are allowed and cost nothing.
 
 mod enqueue;
+mod k_zero;
 mod prepared;
 mod problem;
 mod select;
@@ -286,6 +287,8 @@ pub struct GroupedPlan {
     pub alpha: f64,
     pub beta: f64,
     pub activation_arg: f64,
+    /// D = β·C of the groups without products (k = 0), which the kernel sees empty.
+    pub(crate) fills: Vec<crate::support::Scale4d>,
 }
 
 /// Checks every group against `info` on `device` and packs the argument block. Pure host code: no
@@ -307,6 +310,7 @@ pub fn plan(
     }
     crate::gemm::check_scalars(info, ops.alpha, ops.beta)?;
     let mut shapes = Vec::with_capacity(ops.groups.len());
+    let mut fills = Vec::new();
     for (g, group) in ops.groups.iter().enumerate() {
         let (a, b, d) = (&group.a.shape, &group.b.shape, &group.d.shape);
         let (m, n, k) = crate::gemm::matching_extents(a, b, group.c.as_ref().map(|c| &c.shape), d)
@@ -341,6 +345,13 @@ pub fn plan(
             }
         }
         let c = group.c.unwrap_or(group.d);
+        // No products: D = beta·C beside the kernel, which sees the group empty.
+        let m = if !empty && k == 0 {
+            fills.push(k_zero::fill_of(info, g, group, ops.beta)?);
+            0
+        } else {
+            m
+        };
         shapes.push(GroupShape {
             m,
             n,
@@ -405,6 +416,7 @@ pub fn plan(
         alpha: ops.alpha,
         beta: ops.beta,
         activation_arg: ops.activation_arg,
+        fills,
     })
 }
 
@@ -457,24 +469,35 @@ pub unsafe fn launch_raw(
 ) -> Result<(), Error> {
     let ctx = stream.context();
     let device = device::props(ctx)?;
-    let (mut args, upload, layout, problems) = block_launch(info, &device, ops)?;
+    let (mut args, upload, layout, problems, fills) = block_launch(info, &device, ops)?;
     args.host_problems = problems.as_ptr();
     ctx.bind_to_thread()
         .map_err(Error::driver("binding the context"))?;
-    unsafe { enqueue(info, stream, &device, args, upload, layout) }
+    unsafe { enqueue(info, stream, &device, args, upload, layout)? };
+    // SAFETY: the fills name D and C of groups the caller promised are live.
+    unsafe { k_zero::enqueue(stream, &fills) }
 }
 
 /// The host extents of a host-packed launch, which its ABI arguments point to while Params are
 /// built.
 type HostProblems = Vec<abi::cutlass_aot_gemm_coord>;
 
+/// A host-packed launch: ABI arguments, block, layout, host extents, k = 0 fills.
+type BlockLaunch = (
+    abi::cutlass_aot_grouped_args,
+    Upload,
+    BlockLayout,
+    HostProblems,
+    Vec<crate::support::Scale4d>,
+);
+
 /// The checked arguments of a host-packed launch: ABI arguments (`host_problems` still to be
-/// pointed at the extents), the block to upload, its layout and the extents.
+/// pointed at the extents), the block to upload, its layout, the extents and the k = 0 fills.
 fn block_launch(
     info: &'static KernelInfo,
     device: &device::DeviceProps,
     ops: &GroupedOperands<'_>,
-) -> Result<(abi::cutlass_aot_grouped_args, Upload, BlockLayout, HostProblems), Error> {
+) -> Result<BlockLaunch, Error> {
     let plan = plan(info, ops, device)?;
     let mut args = grouped_args(
         plan.problems.len(),
@@ -482,7 +505,13 @@ fn block_launch(
         (plan.alpha, plan.beta, plan.activation_arg),
     );
     apply_tuning(info, &mut args, ops.tuning)?;
-    Ok((args, Upload::Block(plan.block), plan.layout, plan.problems))
+    Ok((
+        args,
+        Upload::Block(plan.block),
+        plan.layout,
+        plan.problems,
+        plan.fills,
+    ))
 }
 
 /// A mixture-of-experts layer whose rows per expert live on the device, as `torch._grouped_mm`

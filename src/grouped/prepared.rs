@@ -22,6 +22,8 @@ pub struct PreparedLaunch {
     device: DeviceProps,
     built: Built,
     _memory: Workspace,
+    /// D = β·C of the groups without products (k = 0).
+    fills: Vec<crate::support::Scale4d>,
 }
 
 impl std::fmt::Debug for PreparedLaunch {
@@ -54,7 +56,8 @@ impl PreparedLaunch {
             .context()
             .bind_to_thread()
             .map_err(Error::driver("binding the context"))?;
-        unsafe { issue(self.kernel, stream, &self.device, &self.built) }
+        unsafe { issue(self.kernel, stream, &self.device, &self.built)? };
+        unsafe { super::k_zero::enqueue(stream, &self.fills) }
     }
 }
 
@@ -109,6 +112,7 @@ unsafe fn prepare(
         device,
         built,
         _memory: memory,
+        fills: Vec::new(),
     })
 }
 
@@ -124,13 +128,14 @@ pub unsafe fn prepare_raw(
     ops: &GroupedOperands<'_>,
 ) -> Result<PreparedLaunch, Error> {
     let device = device::props(stream.context())?;
-    let (mut args, upload, layout, problems) = block_launch(kernel, &device, ops)?;
+    let (mut args, upload, layout, problems, fills) = block_launch(kernel, &device, ops)?;
     args.host_problems = problems.as_ptr();
     stream
         .context()
         .bind_to_thread()
         .map_err(Error::driver("binding the context"))?;
-    unsafe { prepare(kernel, stream, device, (args, upload, layout)) }
+    let prepared = unsafe { prepare(kernel, stream, device, (args, upload, layout)) }?;
+    Ok(PreparedLaunch { fills, ..prepared })
 }
 
 /// Prepares a device-resident (MoE) launch of `kernel`: checked on the host, Params built; each

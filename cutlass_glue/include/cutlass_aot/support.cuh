@@ -258,4 +258,14 @@ CUTLASS_AOT_SCALE4_ENTRY(f16, __half)
 CUTLASS_AOT_SCALE4_ENTRY(bf16, __nv_bfloat16)
 CUTLASS_AOT_SCALE4_ENTRY(f32, float)
 
+// f64 in f64.
+extern "C" __global__ void __launch_bounds__(256) cutlass_aot_scale4_f64(
+    const cutlass_aot_scale4_args a) {
+  const double* src = reinterpret_cast<const double*>(a.src.base);
+  double* dst = reinterpret_cast<double*>(a.dst.base);
+  cutlass_aot_support::for_each_4d(a.src, a.dst, a.extent, [&](int64_t s, int64_t d) {
+    dst[d] = a.beta == 0.0 ? 0.0 : a.beta * src[s];
+  });
+}
+
 #endif  // CUTLASS_AOT_DEVICE_PASS
