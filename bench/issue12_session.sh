@@ -35,7 +35,7 @@ step "profiler f32 sweep" 90 "$bin/profiler" --dtype f32_3xtf32,f32 --layout tn,
   --tuning-top 2 --json --dispatch-out "${p}_dispatch_f32.tsv" > /dev/null 2> "${p}_f32_sweep.log"
 # More split-K slices (16, 32) for the shapes with few output tiles: K-heavy squares (tn) and the
 # small-M problems run transposed (tnn); rows merged into the table where faster
-# (bench/merge_dispatch_tables.py).
+# (the build merges tables of one device; the fastest row of a way serves it).
 kheavy=256x256x8192,256x256x12288,256x256x16384,256x256x32768,512x512x8192,512x512x12288,512x512x16384,512x512x32768,1024x1024x8192,1536x1536x12288
 step "profiler kheavy splits" 120 "$bin/profiler" --dtype bf16,f16 --layout tn --shapes "$kheavy" \
   --iters 20 --warmup 3 --max-seconds-per-kernel 0.02 --split-k 1,2,4,8,16,32 --tuning-top 3 \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the dispatch table of the GPU it runs on (issue 12): per shape and operand types the
 # fastest verified (kernel, split-K slices, raster order, swizzle), in the 13-column format the
-# build embeds (bench/dispatch/*.tsv, one file per device; see codegen/src/dispatch_table.rs).
+# build embeds (bench/dispatch/*.tsv, merged per device; see codegen/src/table.rs).
 #
 # Runs on a GPU machine without Rust, from the repository root, with the profiler built here and
 # copied into the git-ignored .gpu/ (as bench/gpu_session.sh; README "Building for a GPU machine"):
@@ -161,7 +161,7 @@ first=$(ls "$work"/*.tsv 2>/dev/null | head -1)
 if [[ -n "$first" ]]; then
   grep '^#' "$first" > "$table"
   for f in "$work"/*.tsv; do grep -v '^#' "$f"; done |
-    sort -t$'\t' -k1,1 -k2,2 -k3,3 -k4,4 -k5,5n -k6,6n -k7,7n -k8,8n >> "$table"
+    sort >> "$table"
 fi
 cat "$work"/*.jsonl 2>/dev/null | gzip -9 > "$out/$records.gz"
 

@@ -1,6 +1,6 @@
 //! The main job: runs one GEMM on the GPU through `cutlass_aot::dispatch` (the call a user makes
-//! without naming a kernel), says which kernel dispatch chose and why (measured table or
-//! heuristic), verifies the result against an f64 host reference on sampled elements, and prints
+//! without naming a kernel), says which kernel dispatch chose and why (measured, calibrated
+//! or bare model), verifies the result against an f64 host reference on sampled elements, and prints
 //! time and TFLOP/s. `--kernel NAME` runs that kernel instead. Without a GPU it lists the embedded
 //! kernels and says why nothing ran.
 //!

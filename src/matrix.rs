@@ -75,12 +75,21 @@ impl MatrixShape {
     }
 }
 
-/// A read-only matrix operand (A, B or C).
+/// A read-only matrix operand (A, B or C); a copy views the same buffer (a plan runs again with
+/// the matrices it was made with).
 pub struct MatrixRef<'a, T: Element, L: LayoutTag> {
     pub(crate) buffer: &'a dyn DevicePtr<T>,
     pub(crate) shape: MatrixShape,
     _layout: PhantomData<L>,
 }
+
+impl<T: Element, L: LayoutTag> Clone for MatrixRef<'_, T, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Element, L: LayoutTag> Copy for MatrixRef<'_, T, L> {}
 
 /// The output matrix (D).
 pub struct MatrixMut<'a, T: Element, L: LayoutTag> {

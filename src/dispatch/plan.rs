@@ -262,6 +262,28 @@ pub unsafe fn plan_raw(
 /// Decides how to run D = alpha·A·B + beta·C (as [`super::run`] would) and prepares it: a [`Plan`]
 /// holding the decision, its workspace and its Params. Launch it with [`Plan::run`]. Nothing is
 /// enqueued here.
+///
+/// ```no_run
+/// use cutlass_aot::{dispatch, half::f16, ColumnMajor, MatrixMut, MatrixRef, RowMajor};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let ctx = cutlass_aot::device::context(0)?;
+/// unsafe { ctx.disable_event_tracking() }; // for capture: order the buffers' uses yourself
+/// let stream = ctx.new_stream()?;
+/// let (m, n, k) = (16, 4096, 4096);
+/// let x = stream.alloc_zeros::<f16>(m * k)?;
+/// let w = stream.alloc_zeros::<f16>(k * n)?;
+/// let mut y = stream.alloc_zeros::<f16>(m * n)?;
+/// let a = MatrixRef::<f16, RowMajor>::new(&x, m, k);
+/// let b = MatrixRef::<f16, ColumnMajor>::new(&w, k, n);
+/// let mut plan = dispatch::plan(&stream, a, b, None, MatrixMut::<f16, RowMajor>::new(&mut y, m, n), 1.0, Default::default())?;
+/// stream.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)?;
+/// plan.run(&stream, a, b, None, MatrixMut::new(&mut y, m, n), 1.0)?;
+/// let graph = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0))?.expect("a graph");
+/// for _ in 0..3 {
+///     graph.launch()?; // the plan must outlive the graph's launches
+/// }
+/// # Ok(()) }
+/// ```
 #[allow(clippy::too_many_arguments)]
 pub fn plan<'m, A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC: LayoutTag>(
     stream: &Arc<CudaStream>,

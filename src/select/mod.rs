@@ -6,14 +6,16 @@
 //! table [`Key`]) and the [`Work`] it does. The engine estimates each way:
 //!
 //! 1. **Measured**: the device's table timed exactly this way on exactly this problem — its time.
-//! 2. **Calibrated**: otherwise the cost model ([`cost`]) scaled by the rate the kernel showed on
-//!    the table's rows, corrected towards its rows of nearby problems ([`calibration`]).
+//! 2. **Calibrated**: otherwise the cost model's time ([`cost`]) mapped to what the kernel showed on
+//!    the table's rows (a fitted scale and fixed cost), corrected towards its rows of nearby
+//!    problems ([`calibration`]).
 //! 3. **Model**: the bare model, where neither the kernel nor its family has rows.
 //!
 //! and the lowest estimate runs. Beside measured ways an estimated one must be estimated
 //! [`UNMEASURED_MARGIN`] faster; a way the table could have timed on a problem it measured but did
 //! not (a kernel added since) counts only where no measured way exists. The same engine judges
-//! itself: [`choose_except`] leaves a problem's rows out, as if the table had never measured it.
+//! itself: [`Context::choose_except`] leaves a problem's rows out, as if the table had never
+//! measured it ([`study`]).
 //!
 //! Operations plug in through [`crate::operations`]; this module imports none of them. Tables have
 //! one format ([`table`]), decisions one memo ([`memo`]), refusals one builder ([`refusal`]).
