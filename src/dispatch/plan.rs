@@ -277,7 +277,7 @@ pub unsafe fn plan_raw(
 /// let b = MatrixRef::<f16, ColumnMajor>::new(&w, k, n);
 /// let mut plan = dispatch::plan(&stream, a, b, None, MatrixMut::<f16, RowMajor>::new(&mut y, m, n), 1.0, Default::default())?;
 /// stream.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)?;
-/// plan.run(&stream, a, b, None, MatrixMut::new(&mut y, m, n), 1.0)?;
+/// plan.run(&stream, a, b, None, MatrixMut::<f16, RowMajor>::new(&mut y, m, n), 1.0)?;
 /// let graph = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0))?.expect("a graph");
 /// for _ in 0..3 {
 ///     graph.launch()?; // the plan must outlive the graph's launches

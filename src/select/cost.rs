@@ -4,11 +4,12 @@
 //! pieces with the extents the kernel really iterates over (a Hopper conv's channels rounded up to
 //! its tile at every tap, a strided dgrad's phases), the bytes the kernel moves, and the seconds of
 //! anything else the way runs (staging copies). The model counts the busiest SM's multiply-adds —
-//! output tiles padded to whole clusters, quantised to waves, split-K slices, stream-K spread with
-//! its serial fixup, a penalty for small tiles — at a nominal per-SM rate of the kernel's math, and
-//! takes the larger of that and the bytes at a nominal bandwidth (plus a quarter of the smaller),
-//! plus a launch. Nominal rates are
-//! an H100's; [`super::calibration`] scales each kernel's estimate to what a table measured.
+//! output tiles padded to whole clusters, K in whole K tiles, quantised to waves, split-K slices,
+//! stream-K spread with its serial fixup, a penalty for small tiles — at a nominal per-SM rate of
+//! the kernel's math; takes the larger of that and the bytes (split-K partial sums included) at a
+//! nominal bandwidth per CUTLASS generation, plus a quarter of the smaller; and adds a serial
+//! split-K's chain and a launch. Nominal rates are an H100's; [`super::calibration`] maps each
+//! kernel's estimate to what a table measured.
 
 use crate::kernel::KernelInfo;
 use crate::model::{Api, DType, IteratorAlgorithm, MathOp, OpClass, SplitK};
@@ -82,13 +83,13 @@ pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiproc
         .map(|p| 8.0 * (p.m * p.n * p.batch) as f64 * (slices - 1) as f64)
         .sum();
     let memory = (work.bytes + partials) / (BYTES_PER_SECOND * memory_rate(kernel));
-    // Loads and multiply-adds overlap, not perfectly: the smaller term counts a quarter (it also
-    // ranks kernels that all wait for memory by the compute they waste).
     // Serial split-K slices add into each output tile one after another, behind a semaphore.
     let chain = match kernel.design.split_k() {
         SplitK::Serial => (slices - 1) as f64 * SERIAL_SLICE_SECONDS,
         _ => 0.0,
     };
+    // Loads and multiply-adds overlap, not perfectly: the smaller term counts a quarter (it also
+    // ranks kernels that all wait for memory by the compute they waste).
     compute.max(memory) + 0.25 * compute.min(memory) + chain + work.launches.len() as f64 * LAUNCH_SECONDS
 }
 
