@@ -7,8 +7,8 @@
 //! `bench/conv_cudnn.py` times cuDNN on the same problems in the same run, and
 //! `bench/compare_conv.py` joins the two into ratios.
 //!
-//! Dispatch runs with the conv table this run measured (pass 1), the table `--dispatch-out`
-//! writes and the build embeds from `bench/dispatch/conv_<device>.tsv`: the times are what the
+//! Dispatch runs with the conv table this run measured (pass 1), the selection table
+//! `--dispatch-out` writes for the build to embed from `bench/dispatch/`: the times are what the
 //! embedded table gives, measured in one GPU session.
 //!
 //! ```text
