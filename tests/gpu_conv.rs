@@ -355,13 +355,11 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
     let stream_k = info.design.split_k() == cutlass_aot::model::SplitK::StreamK;
     let strided_dgrad_2x =
         !is_3x && conv.kind == ConvKind::Dgrad && conv.stride_support == StrideSupport::Strided;
-    // Where a stride > 1 is refused: unity-stride dgrad kernels, and Hopper dgrad kernels with a
-    // fused activation (others run a strided dgrad as stride phases).
-    let stride_refusal = match (conv.kind, is_3x, conv.stride_support) {
-        (ConvKind::Dgrad, true, _) if !info.is_plain() => Some("plain kernel"),
-        (ConvKind::Dgrad, false, StrideSupport::Unity) => Some("unit stride"),
-        _ => None,
-    };
+    // Where a stride > 1 is refused: unit-stride dgrad kernels (Hopper's, and CUTLASS 2.x's
+    // stride_support: unity) with a fused activation; plain ones run a strided dgrad as stride
+    // phases (2.x ones computing them into scratch memory).
+    let phased = conv.kind == ConvKind::Dgrad && (is_3x || conv.stride_support == StrideSupport::Unity);
+    let stride_refusal = (phased && !info.is_plain()).then_some("plain kernel");
     let hopper_dgrad = is_3x && conv.kind == ConvKind::Dgrad;
     let first_layer = conv.iterator == IteratorAlgorithm::FirstLayer;
     let (c, k) = channels(info, 3, 3);
@@ -412,6 +410,18 @@ fn cases(info: &'static KernelInfo) -> Vec<(String, GpuTest)> {
     add(
         "3x3_stride2_rows_past_windows",
         Case::new([2, 6, 6, c], [k, 3, 3]).stride(2),
+        if hopper_dgrad && info.is_plain() {
+            Some("past every filter window")
+        } else {
+            stride_refusal
+        },
+    );
+    // The same with C, and dx's last columns past every window too: beta·C there.
+    let mut past_beta = Case::new([2, 7, 8, c], [k, 3, 3]).stride(2);
+    past_beta.scalars = (1.5, -0.75);
+    add(
+        "3x3_stride2_past_windows_beta_with_c",
+        past_beta,
         if hopper_dgrad && info.is_plain() {
             Some("past every filter window")
         } else {
@@ -730,6 +740,8 @@ fn dispatch_cases() -> Vec<(String, GpuTest)> {
             let mut beta_1x1 = Case::new([3, 7, 5, 32], [48, 1, 1]);
             beta_1x1.scalars = (2.0, -0.5);
             let stride2 = Some(Case::new([2, 15, 13, 16], [24, 3, 3]).pad(1).stride(2));
+            let mut odd_strided_beta = Case::new([2, 13, 11, 5], [7, 3, 3]).pad(1).stride(2);
+            odd_strided_beta.scalars = (2.0, -0.5);
             let list = [
                 ("1x1", Some(Case::new([4, 14, 14, 64], [128, 1, 1])), false),
                 ("1x1_as_gemm", Some(Case::new([4, 14, 14, 64], [128, 1, 1])), true),
@@ -772,6 +784,17 @@ fn dispatch_cases() -> Vec<(String, GpuTest)> {
                     Some(Case::new([3, 11, 9, 5], [7, 3, 3]).pad(1)),
                     false,
                 ),
+                ("odd_c5_k7_stride2_beta", Some(odd_strided_beta), false),
+                (
+                    "odd_c3_k1_stride3_past_windows",
+                    Some(Case::new([2, 14, 12, 3], [1, 3, 3]).stride(3)),
+                    false,
+                ),
+                (
+                    "odd_c9_k13_1x1_stride2",
+                    Some(Case::new([2, 9, 10, 9], [13, 1, 1]).stride(2)),
+                    false,
+                ),
                 (
                     "even_c20_k30",
                     Some(Case::new([2, 14, 14, 20], [30, 3, 3]).pad(1).stride(2)),
@@ -780,11 +803,6 @@ fn dispatch_cases() -> Vec<(String, GpuTest)> {
             ];
             for (name, case, gemm) in list {
                 let Some(case) = case else { continue };
-                // A strided dgrad of odd C or K has no kernel yet (refused; see conv.rs).
-                let odd = case.activation[3] % 2 == 1 || case.filter[0] % 2 == 1;
-                if kind == ConvKind::Dgrad && case.geometry.stride != [1, 1] && odd {
-                    continue;
-                }
                 out.push((
                     format!("dispatch::{}_{dtype}_{name}", kind.manifest_name()),
                     Box::new(move |ctx: &Arc<CudaContext>| dispatched(ctx, kind, dtype, case, gemm)),

@@ -1,6 +1,6 @@
 //! GPU suite of CUDA-graph capture: every launch path — a dispatched GEMM plan (direct, staged,
 //! serial split-K, stream-K), a conv plan (plain, and a strided dgrad's stride phases on side
-//! streams), a prepared grouped launch (host-packed and device-resident MoE) and an elementwise
+//! streams, written into dx in place or staged in scratch), a prepared grouped launch (host-packed and device-resident MoE) and an elementwise
 //! kernel — is captured, replayed several times and compared bit for bit with a direct run.
 //! A launch that would allocate inside capture is refused with a message that names the fix.
 //!
@@ -281,17 +281,19 @@ fn kernel_where(pick: impl Fn(&KernelInfo) -> bool) -> Option<&'static KernelInf
     REGISTRY.all().iter().copied().find(|k| k.is_plain() && pick(k))
 }
 
-/// A conv plan: fprop 3x3 (whatever dispatch picks), or with `force` a kernel dispatch must use.
+/// A conv plan: a 3x3 of `channels` (C, K) (whatever dispatch picks), or with `force_hopper` a
+/// Hopper kernel dispatch must use.
 fn conv_plan(
     ctx: &Arc<CudaContext>,
     kind: ConvKind,
     stride: usize,
     force_hopper: bool,
+    (c, k): (usize, usize),
 ) -> Result<(), String> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
     let device = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
     let dtype = DType::F16;
-    let problem = conv::Conv2dProblem::new(kind, [2, 17, 15, 32], [48, 3, 3], (dtype, dtype, dtype))
+    let problem = conv::Conv2dProblem::new(kind, [2, 17, 15, c], [k, 3, 3], (dtype, dtype, dtype))
         .padding(1, 1)
         .stride(stride, stride);
     let dims = problem.tensor_dims().map_err(|e| e.to_string())?;
@@ -602,15 +604,20 @@ fn main() {
     }
     add(
         "conv_plan_fprop",
-        Box::new(|c| conv_plan(c, ConvKind::Fprop, 1, false)),
+        Box::new(|c| conv_plan(c, ConvKind::Fprop, 1, false, (32, 48))),
     );
     add(
         "conv_plan_wgrad",
-        Box::new(|c| conv_plan(c, ConvKind::Wgrad, 1, false)),
+        Box::new(|c| conv_plan(c, ConvKind::Wgrad, 1, false, (32, 48))),
     );
     add(
         "conv_plan_strided_dgrad_stride_phases",
-        Box::new(|c| conv_plan(c, ConvKind::Dgrad, 2, true)),
+        Box::new(|c| conv_plan(c, ConvKind::Dgrad, 2, true, (32, 48))),
+    );
+    // Odd channels: CUTLASS 2.x's alignment-1 unit-stride dgrad, its phases staged in scratch.
+    add(
+        "conv_plan_strided_dgrad_odd_channels_staged_phases",
+        Box::new(|c| conv_plan(c, ConvKind::Dgrad, 2, false, (5, 7))),
     );
     add("grouped_prepared_host_groups", Box::new(grouped_host));
     add("grouped_prepared_moe", Box::new(grouped_moe));

@@ -20,6 +20,7 @@ pub mod dispatch;
 mod dispatch_plan;
 pub mod first_layer;
 mod problem;
+mod staged_phases;
 pub mod stride_phases;
 mod tensor;
 pub mod ways;
@@ -274,6 +275,10 @@ pub unsafe fn launch_raw(
         // SAFETY: as the caller promised.
         return unsafe { stride_phases::launch_raw(info, stream, &device, operands, workspace) };
     }
+    if staged_phases::applies(info, &operands.geometry) {
+        // SAFETY: as the caller promised.
+        return unsafe { staged_phases::launch_raw(info, stream, &device, operands, workspace) };
+    }
     let mut args = plan(info, operands, &device)?;
     if info.api() == Api::Cutlass3x {
         args.encode_tiled = crate::tma::encode_tiled(info.name)?;
@@ -299,7 +304,8 @@ pub unsafe fn launch_raw(
 
 /// Bytes of workspace `info` needs for `operands` on `device` (0: none): serial split-K
 /// semaphores, parallel split-K partial sums, stream-K partial tiles, or a strided dgrad's
-/// sub-filters ([`stride_phases`]). What a caller's [`Workspace`] must hold.
+/// sub-filters ([`stride_phases`]) and, on a unit-stride 2.x kernel, its phases' outputs. What a
+/// caller's [`Workspace`] must hold.
 pub fn workspace_bytes(
     info: &'static KernelInfo,
     operands: &ConvOperands,
@@ -307,6 +313,9 @@ pub fn workspace_bytes(
 ) -> Result<usize, Error> {
     if stride_phases::applies(info, &operands.geometry) {
         return stride_phases::workspace_bytes(info, operands, device);
+    }
+    if staged_phases::applies(info, &operands.geometry) {
+        return staged_phases::workspace_bytes(info, operands, device);
     }
     let mut args = plan(info, operands, device)?;
     args.workspace = std::ptr::null_mut();

@@ -196,6 +196,34 @@ impl Conv2dProblem {
     }
 }
 
+/// The rules of a strided dgrad run as its stride phases on a unit-stride dgrad kernel: a 3.x
+/// kernel writes each phase into dx in place (so every phase's pixels must lie inside some filter
+/// window), a 2.x one computes it into scratch memory (`staged`, one slice).
+fn phased_rules(problem: &Conv2dProblem, kernel: &KernelInfo, staged: bool, want: &mut impl Want) {
+    let phases = if staged {
+        super::stride_phases::split(problem)
+    } else {
+        super::stride_phases::phases(problem)
+    };
+    if let Err(why) = phases {
+        want(false, &|| why.clone());
+    }
+    want(kernel.is_plain(), &|| {
+        format!(
+            "stride {:?}: this unit-stride dgrad kernel runs a strided dgrad as stride phases, and the pixels no \
+             filter tap reaches get beta·C without this kernel's fused epilogue; use a plain kernel",
+            problem.stride
+        )
+    });
+    want(!staged || problem.split_k_slices == 1, &|| {
+        format!(
+            "{} split-K slices at stride {:?}: this unit-stride kernel runs a strided dgrad as stride phases, \
+             which it does not split; use 1 slice",
+            problem.split_k_slices, problem.stride
+        )
+    });
+}
+
 /// Names of A, B and C/D of `kind`, for messages.
 pub(crate) fn role_names(kind: ConvKind) -> [&'static str; 3] {
     match kind {
@@ -312,13 +340,18 @@ impl Problem for Conv2dProblem {
             });
         }
         let strided = self.stride != [1, 1];
-        if is_2x && conv.stride_support == StrideSupport::Unity {
-            want(!strided, &|| {
+        if is_2x && conv.stride_support == StrideSupport::Unity && strided {
+            // A strided dgrad runs as its stride phases, each a packed unit-stride dgrad.
+            let phased = self.kind == ConvKind::Dgrad;
+            want(phased, &|| {
                 format!(
                     "stride {:?}: this kernel supports unit stride only (stride_support: unity); use a strided kernel",
                     self.stride
                 )
             });
+            if phased {
+                phased_rules(self, kernel, true, want);
+            }
         }
         if is_2x && self.kind == ConvKind::Dgrad && conv.stride_support == StrideSupport::Strided {
             want(self.dilation == [1, 1], &|| {
@@ -354,16 +387,7 @@ impl Problem for Conv2dProblem {
         if !is_2x {
             // A strided dgrad runs as unit-stride dgrads over the stride phases of dx.
             if self.kind == ConvKind::Dgrad && strided {
-                if let Err(why) = super::stride_phases::phases(self) {
-                    want(false, &|| why.clone());
-                }
-                want(kernel.is_plain(), &|| {
-                    format!(
-                        "stride {:?}: a CUTLASS 3.x dgrad runs a strided dgrad as stride phases, and the pixels no \
-                         filter tap reaches get beta·C without this kernel's fused epilogue; use a plain kernel",
-                        self.stride
-                    )
-                });
+                phased_rules(self, kernel, false, want);
             }
             if kernel.design.split_k() == crate::model::SplitK::StreamK {
                 let tiles = self.k_tiles_3x(kernel.tile().k as usize);

@@ -112,8 +112,9 @@ fn axis_phases(size: usize, out: usize, filter: usize, pad: usize, stride: usize
         .collect()
 }
 
-/// The stride phases of a strided dgrad, or why it has none a 3.x kernel can run.
-pub fn phases(problem: &Conv2dProblem) -> Result<Vec<Phase>, String> {
+/// The stride phases of a strided dgrad of unit dilation, some of whose last pixels may lie past
+/// every filter window (a `pad_end` below 0; [`phases`] refuses those).
+pub fn split(problem: &Conv2dProblem) -> Result<Vec<Phase>, String> {
     if problem.kind != ConvKind::Dgrad {
         return Err(format!(
             "stride phases are a dgrad decomposition, not {}",
@@ -122,18 +123,23 @@ pub fn phases(problem: &Conv2dProblem) -> Result<Vec<Phase>, String> {
     }
     if problem.dilation != [1, 1] {
         return Err(format!(
-            "dilation {:?} at stride {:?}: a CUTLASS 3.x dgrad runs a strided dgrad as stride phases, which \
-             need dilation 1; use an arch 80 strided dgrad kernel",
+            "dilation {:?} at stride {:?}: a unit-stride dgrad kernel runs a strided dgrad as stride phases, \
+             which need dilation 1; use an arch 80 strided dgrad kernel",
             problem.dilation, problem.stride
         ));
     }
     let (p, q) = problem.output_size()?;
     let rows = axis_phases(problem.h, p, problem.r, problem.pad[0], problem.stride[0]);
     let cols = axis_phases(problem.w, q, problem.s, problem.pad[1], problem.stride[1]);
-    let phases: Vec<Phase> = rows
+    Ok(rows
         .iter()
         .flat_map(|&rows| cols.iter().map(move |&cols| Phase { rows, cols }))
-        .collect();
+        .collect())
+}
+
+/// The stride phases of a strided dgrad, or why it has none a 3.x kernel can run.
+pub fn phases(problem: &Conv2dProblem) -> Result<Vec<Phase>, String> {
+    let phases = split(problem)?;
     if let Some(bad) = phases
         .iter()
         .find(|ph| ph.has_taps() && (ph.rows.pad_end < 0 || ph.cols.pad_end < 0))
@@ -169,15 +175,15 @@ pub fn applies(info: &KernelInfo, geometry: &super::ConvGeometry) -> bool {
 
 /// The scratch memory of a phased launch: each phase's sub-filter (256-byte aligned, after the
 /// kernels' own workspaces).
-struct Layout {
+pub(super) struct Layout {
     /// Where each phase's filter is.
-    filters: Vec<PhaseFilter>,
-    bytes: usize,
+    pub filters: Vec<PhaseFilter>,
+    pub bytes: usize,
 }
 
 /// Where a phase's filter comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PhaseFilter {
+pub(super) enum PhaseFilter {
     /// No tap reaches the phase: no kernel runs.
     None,
     /// Every tap reaches it (a 1×1 filter at stride 2): the caller's filter as it lies.
@@ -186,7 +192,7 @@ enum PhaseFilter {
     Gathered(usize),
 }
 
-fn layout(phases: &[Phase], problem: &Conv2dProblem, element: DType) -> Layout {
+pub(super) fn layout(phases: &[Phase], problem: &Conv2dProblem, element: DType) -> Layout {
     let bytes_per = element.bits() as usize / 8;
     let mut at = 0usize;
     let filters = phases
@@ -246,7 +252,7 @@ fn phase_args(
 
 /// The 4-D view of `filter`'s taps of phase `ph` (the flipped filter's in convolution mode), and
 /// the packed view of its copy at `to`.
-fn filter_views(
+pub(super) fn filter_views(
     problem: &Conv2dProblem,
     ph: &Phase,
     from: u64,
@@ -425,28 +431,39 @@ pub(crate) unsafe fn launch_raw(
     // SAFETY: the views lie inside the caller's filter, dx and C (checked by `plan`) and the
     // scratch just sized for them.
     unsafe { crate::support::copy4_batch(stream, &gathers)? };
-    // The phases read the same dy and write disjoint pixels of dx, and the fills of the tapless
-    // phases write others: side streams run them all concurrently (the fills on a stream of their
-    // own), so that one phase's last wave overlaps the next one's first. The caller's stream
-    // waits for all of them before anything it enqueues later.
+    unsafe { enqueue_phases(info, stream, device, &kernels, &fills) }
+}
+
+/// Enqueues the phases' `kernels` (Params and workspace address each) and the `fills` of pixels
+/// no tap reaches. The phases read the same dy and write disjoint pixels of dx, and the fills
+/// write others: side streams run them all concurrently (the fills on a stream of their own), so
+/// that one phase's last wave overlaps the next one's first. The caller's stream waits for all of
+/// them before anything it enqueues later.
+///
+/// # Safety
+/// As [`super::launch_raw`]; the Params' addresses must stay valid until the kernels complete.
+pub(super) unsafe fn enqueue_phases(
+    info: &'static KernelInfo,
+    stream: &CudaStream,
+    device: &DeviceProps,
+    kernels: &[(Prepared, u64)],
+    fills: &[Scale4d],
+) -> Result<(), Error> {
     let fill_stream = kernels.len();
     let fork = crate::side_streams::fork(stream, kernels.len() + usize::from(!fills.is_empty()))?;
     let enqueued = kernels
         .iter()
         .enumerate()
-        .try_for_each(|(i, (prepared, own_workspace))| {
-            let on = fork.stream(i);
-            unsafe {
-                crate::launch::enqueue_prepared_on(
-                    info,
-                    info.entry,
-                    stream,
-                    on,
-                    device,
-                    prepared,
-                    *own_workspace,
-                )
-            }
+        .try_for_each(|(i, (prepared, own_workspace))| unsafe {
+            crate::launch::enqueue_prepared_on(
+                info,
+                info.entry,
+                stream,
+                fork.stream(i),
+                device,
+                prepared,
+                *own_workspace,
+            )
         })
         .and_then(|()| {
             let on = fork.stream(fill_stream);
@@ -460,7 +477,7 @@ pub(crate) unsafe fn launch_raw(
 }
 
 /// dx's pixels of phase `ph` at `d` as a 4-D view (images, rows, columns, channels).
-fn output_view(problem: &Conv2dProblem, ph: &Phase, d: u64, element_bytes: usize) -> View4 {
+pub(super) fn output_view(problem: &Conv2dProblem, ph: &Phase, d: u64, element_bytes: usize) -> View4 {
     let (h, w, c) = (problem.h as i64, problem.w as i64, problem.c as i64);
     let first = (ph.rows.offset as i64 * w + ph.cols.offset as i64) * c;
     View4 {

@@ -8,7 +8,7 @@ use super::{Conv2dProblem, ConvOperands};
 use crate::dispatch as gemm_dispatch;
 use crate::gemm::GemmOperands;
 use crate::kernel::KernelInfo;
-use crate::model::{Api, ConvKind, SplitK};
+use crate::model::{Api, ConvKind, SplitK, StrideSupport};
 use crate::registry::Registry;
 use crate::select::{Candidate, Key, Piece, Row, Work};
 
@@ -79,6 +79,16 @@ pub fn row_work(row: &Row) -> Option<Work> {
     work_of(row.kernel, &problem)
 }
 
+/// Bytes of the activation (dx of a dgrad).
+fn activation_bytes(p: &Conv2dProblem) -> f64 {
+    let element = match p.kind {
+        ConvKind::Fprop => p.elements.0,
+        ConvKind::Dgrad => p.elements.2,
+        ConvKind::Wgrad => p.elements.1,
+    };
+    (p.n * p.h * p.w * p.c) as f64 * element.bits() as f64 / 8.0
+}
+
 /// Bytes of the convolution's three tensors, each moved once.
 fn tensor_bytes(p: &Conv2dProblem) -> f64 {
     let (out_p, out_q) = p.output_size().unwrap_or((0, 0));
@@ -107,7 +117,23 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
         return Some(Work::single(Piece::new(m, n, k, 1), bytes));
     }
     if problem.kind == ConvKind::Dgrad && problem.stride != [1, 1] {
-        if let Ok(phases) = super::stride_phases::phases(problem) {
+        // A 2.x unit-stride kernel computes the phases into scratch and copies them into dx.
+        let staged = kernel.api() == Api::Cutlass2x
+            && kernel
+                .operation
+                .conv()
+                .is_some_and(|c| c.stride_support == StrideSupport::Unity);
+        let phases = if staged {
+            super::stride_phases::split(problem)
+        } else {
+            super::stride_phases::phases(problem)
+        };
+        let copies = if staged {
+            2.0 * activation_bytes(problem)
+        } else {
+            0.0
+        };
+        if let Ok(phases) = phases {
             let launches: Vec<Vec<Piece>> = phases
                 .iter()
                 .filter(|ph| ph.has_taps())
@@ -119,7 +145,7 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
                 .collect();
             return Some(Work {
                 launches,
-                bytes,
+                bytes: bytes + copies,
                 extra_seconds: 0.0,
             });
         }
