@@ -15,9 +15,12 @@
 //! cargo build --release --features conv --example conv_bench
 //! conv_bench [--set resnet50|sweep|all] [--batch 128] [--dtype f16,bf16] [--kinds fprop,dgrad,wgrad]
 //!            [--iters 20] [--list] [--verbose] [--out FILE] [--dispatch-out FILE]
-//!            [--problem N,HW,C,K,RS,STRIDE,PAD]...
+//!            [--problem N,HW,C,K,RS,STRIDE,PAD]... [--random COUNT] [--seed S]
 //! ```
-//! `--problem` adds a square problem of your own (set `custom`); with it, `--set` defaults to none.
+//! `--problem` adds a square problem of your own (set `custom`); `--random` adds COUNT problems
+//! drawn with seed S (set `random`: square, N log-uniform in [1, 64], H = W in [4, 112], C and K in
+//! [1, 1024] — mostly channel counts no vector width divides —, a 1×1, 3×3, 5×5 or 7×7 filter,
+//! stride 1 or 2, "same" or no padding); with either, `--set` defaults to none.
 //! `--list` prints the problems as JSON lines (what the cuDNN script reads) and times nothing;
 //! `--verbose` prints every kernel's time to stderr.
 
@@ -29,10 +32,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use cutlass_aot::conv::dispatch::ConvWay;
 use cutlass_aot::conv::{self, Conv2dProblem, ConvGeometry, ConvOperands, TensorOperand};
 use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{ConvKind, DType};
-use cutlass_aot::select::{Row, Table};
+use cutlass_aot::select::{Key, Row, Table};
 use cutlass_aot::{verify, KernelInfo};
 
 use common::{address, device_name, time_launches, utc_date, JsonRecord, Spinner};
@@ -112,6 +116,9 @@ struct Options {
     dispatch_out: Option<String>,
     /// `--problem`s: (batch, layer).
     custom: Vec<(usize, Layer)>,
+    /// `--random` problems and their seed.
+    random: usize,
+    seed: u64,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -126,6 +133,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
         out: None,
         dispatch_out: None,
         custom: Vec::new(),
+        random: 0,
+        seed: 31,
     };
     let mut set_given = false;
     let mut it = args.iter();
@@ -155,6 +164,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--verbose" => o.verbose = true,
             "--out" => o.out = Some(value()?),
             "--dispatch-out" => o.dispatch_out = Some(value()?),
+            "--random" => o.random = value()?.parse().map_err(|e| format!("--random: {e}"))?,
+            "--seed" => o.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             other => {
                 return Err(format!(
                     "unknown argument {other}; see the header of examples/conv_bench.rs"
@@ -162,7 +173,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
         }
     }
-    if !o.custom.is_empty() && !set_given {
+    if (!o.custom.is_empty() || o.random > 0) && !set_given {
         o.set = "none".into();
     }
     Ok(o)
@@ -203,16 +214,67 @@ fn problems(o: &Options) -> Vec<(&'static str, usize, Layer)> {
         out.extend(SWEEP.iter().map(|&(n, l)| ("sweep", n, l)));
     }
     out.extend(o.custom.iter().map(|&(n, l)| ("custom", n, l)));
+    out.extend(
+        random_layers(o.random, o.seed)
+            .into_iter()
+            .map(|(n, l)| ("random", n, l)),
+    );
     out
 }
 
-/// Our problem for a layer: a C of 3 is padded to 4 channels (zero filter taps), what the
-/// fixed/few-channel kernels read; the record keeps the layer's own C.
+/// `count` square problems drawn with `seed` (see the header), redrawn while they have more than
+/// 2^34 multiply-adds or a tensor over 2^28 elements.
+fn random_layers(count: usize, seed: u64) -> Vec<(usize, Layer)> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let log_uniform = |rng: &mut rand::rngs::StdRng, low: f64, high: f64| {
+        (rng.random_range(low.ln()..high.ln())).exp().round().max(low) as usize
+    };
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count {
+        let n = log_uniform(&mut rng, 1.0, 64.0);
+        let hw = log_uniform(&mut rng, 4.0, 112.0);
+        let (c, k) = (
+            log_uniform(&mut rng, 1.0, 1024.0),
+            log_uniform(&mut rng, 1.0, 1024.0),
+        );
+        let rs = [1, 3, 3, 5, 7][rng.random_range(0..5)];
+        let stride = if rng.random_range(0..3) == 0 { 2 } else { 1 };
+        let pad = if rng.random_range(0..4) == 0 { 0 } else { rs / 2 };
+        if hw + 2 * pad < rs {
+            continue;
+        }
+        let pq = (hw + 2 * pad - rs) / stride + 1;
+        let macs = (n * pq * pq * k * c * rs * rs) as f64;
+        let largest = (n * hw * hw * c).max(n * pq * pq * k).max(k * rs * rs * c);
+        if macs > 2f64.powi(34) || largest > 1 << 28 {
+            continue;
+        }
+        out.push((
+            n,
+            Layer {
+                hw,
+                c,
+                k,
+                rs,
+                stride,
+                pad,
+            },
+        ));
+    }
+    out
+}
+
+/// Our problem for a layer, as cuDNN gets it.
 fn conv_problem(kind: ConvKind, dtype: DType, n: usize, l: Layer) -> Conv2dProblem {
-    let c = if l.c == 3 { 4 } else { l.c };
-    Conv2dProblem::new(kind, [n, l.hw, l.hw, c], [l.k, l.rs, l.rs], (dtype, dtype, dtype))
-        .padding(l.pad, l.pad)
-        .stride(l.stride, l.stride)
+    Conv2dProblem::new(
+        kind,
+        [n, l.hw, l.hw, l.c],
+        [l.k, l.rs, l.rs],
+        (dtype, dtype, dtype),
+    )
+    .padding(l.pad, l.pad)
+    .stride(l.stride, l.stride)
 }
 
 fn kind_op(kind: ConvKind) -> &'static str {
@@ -280,8 +342,10 @@ struct Measured {
     timed: Vec<Timed>,
 }
 
-/// One timed way to run a problem: kernel, split-K slices, µs.
-type Timed = (&'static KernelInfo, usize, f64);
+/// One timed kernel: the problem it ran (its table key), kernel, split-K slices, µs. A padded way
+/// is timed whole for the fastest way, and its kernel alone on the padded problem for the table
+/// (which models the copies).
+type Timed = (Key, &'static KernelInfo, usize, f64);
 
 fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
     let stream = ctx.default_stream();
@@ -318,7 +382,7 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
     }
     // Every way timed on the problems whose fastest way passed its spot check: the fastest serves
     // the problem itself, the rest calibrate the cost model for problems the table lacks.
-    let verified: Vec<&Measured> = measured.iter().filter(|m| m.best.3).collect();
+    let verified: Vec<&Measured> = measured.iter().filter(|m| m.best.4).collect();
     let entries: Vec<Row> = verified.iter().flat_map(|m| entries_of(m)).collect();
     let entries: &'static [Row] = Box::leak(entries.into_boxed_slice());
     let table = Table::new(device.clone().leak(), date.clone().leak(), entries);
@@ -340,8 +404,13 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
     // problem the table has not seen: the cost model calibrated on the other problems).
     for m in &measured {
         let b = pools.iter().find(|b| b.dtype == m.problem.elements.0).unwrap();
-        let key = conv::dispatch::key_of(&m.problem);
-        let others: Vec<Row> = entries.iter().filter(|e| e.key != key).copied().collect();
+        // Held out: the problem's rows, and those of its kernels' runs of it padded.
+        let own: Vec<Key> = m.timed.iter().map(|t| t.0).collect();
+        let others: Vec<Row> = entries
+            .iter()
+            .filter(|e| !own.contains(&e.key))
+            .copied()
+            .collect();
         let others = Table::new(table.device, table.date, Box::leak(others.into_boxed_slice()));
         let dispatched = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &table);
         let unseen = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &others);
@@ -363,7 +432,13 @@ fn buffers(
         .iter()
         .flat_map(|&(_, n, l)| {
             o.kinds.iter().map(move |&kind| {
-                let dims = conv_problem(kind, dtype, n, l).tensor_dims().unwrap();
+                // Channels as a padded way runs them (whole 16 bytes) too.
+                let padded = Layer {
+                    c: l.c.next_multiple_of(8),
+                    k: l.k.next_multiple_of(8),
+                    ..l
+                };
+                let dims = conv_problem(kind, dtype, n, padded).tensor_dims().unwrap();
                 dims.iter().map(|d| d.iter().product::<usize>()).max().unwrap()
             })
         })
@@ -386,12 +461,11 @@ fn buffers(
     })
 }
 
-/// A measured problem's table rows: every way timed.
+/// A measured problem's table rows: every kernel timed.
 fn entries_of(m: &Measured) -> Vec<Row> {
-    let key = conv::dispatch::key_of(&m.problem);
     m.timed
         .iter()
-        .map(|&(kernel, split_k, us)| Row::new(key, kernel, split_k, Default::default(), us))
+        .map(|&(key, kernel, split_k, us)| Row::new(key, kernel, split_k, Default::default(), us))
         .collect()
 }
 
@@ -404,7 +478,7 @@ fn record_of(
     date: &str,
 ) -> JsonRecord {
     let (l, p) = (m.layer, &m.problem);
-    let (best, best_slices, best_us, best_verified, tried) = m.best;
+    let (best, best_slices, best_way, best_us, best_verified, tried) = m.best;
     let (out_p, out_q) = p.output_size().unwrap();
     let flops = 2.0 * (p.n * out_p * out_q * l.k * l.rs * l.rs * l.c) as f64;
     let mut record = JsonRecord::new()
@@ -443,12 +517,12 @@ fn record_of(
         .int("dilation", 1)
         .int("p", out_p)
         .int("q", out_q)
-        .int("c_padded", p.c)
         .num("ours_us", us, 2)
         .num("ours_tflops", flops / us / 1e6, 1)
         .bool("verified", verified)
         .str("best_kernel", best.rust_name)
         .int("best_kernel_split_k", best_slices)
+        .bool("best_kernel_padded", matches!(best_way, ConvWay::Padded(_)))
         .num("best_kernel_us", best_us, 2)
         .bool("best_kernel_verified", best_verified)
         .int("kernels_tried", tried);
@@ -487,8 +561,9 @@ fn record_of(
     record
 }
 
-/// The fastest kernel of a problem: (kernel, split-K slices, µs, spot check passed, launches tried).
-type Best = (&'static KernelInfo, usize, f64, bool, usize);
+/// The fastest way of a problem: (kernel, split-K slices, way, µs, spot check passed, launches
+/// tried).
+type Best = (&'static KernelInfo, usize, ConvWay, f64, bool, usize);
 
 /// Times every way dispatch may run `problem` (`conv::ways::candidates`): the fastest (kernel,
 /// µs, spot check passed, kernels tried) and every time, or `None` when nothing supports it.
@@ -501,55 +576,77 @@ fn measure(
     problem: &Conv2dProblem,
 ) -> Result<Option<(Best, Vec<Timed>)>, String> {
     let ops = operands(stream, b, problem)?;
-    let mut best: Option<(&'static KernelInfo, usize, f64)> = None;
+    let mut best: Option<(&'static KernelInfo, usize, ConvWay, f64)> = None;
     let mut timed: Vec<Timed> = Vec::new();
     let mut tried = 0;
-    // Times `info` at `slices` (a conv kernel, or a GEMM kernel on the matrix-product view) and
-    // keeps the fastest; `route` labels a failure.
-    let mut time = |info: &'static KernelInfo, slices: usize, route: &str| {
-        tried += 1;
-        // SAFETY: the pools hold at least every tensor's elements of the kernel's type; a GEMM
-        // kernel views the same buffers as matrices.
-        let launch = || unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) };
-        let timing = time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch);
-        if let (true, Ok(t)) = (o.verbose, &timing) {
-            eprintln!(
-                "  {:>9.2} us  {}{route} split {slices}",
-                t.median_us, info.rust_name
-            );
-        }
-        match timing {
-            Ok(t) => {
-                timed.push((info, slices, t.median_us));
-                if best.map_or(true, |(_, _, us)| t.median_us < us) {
-                    best = Some((info, slices, t.median_us));
+    // Times `info` at `slices` the `way` given on `problem` (a conv kernel, a GEMM kernel on the
+    // matrix-product view, or a conv kernel with the channels padded); `route` labels it.
+    let mut time =
+        |info: &'static KernelInfo, slices: usize, way: ConvWay, problem: &Conv2dProblem, route: &str| {
+            tried += 1;
+            let ops = operands(stream, b, problem)?;
+            // SAFETY: the pools hold at least every tensor's elements of the kernel's type, padded
+            // channels included; a GEMM kernel views the same buffers as matrices.
+            let launch =
+                || unsafe { conv::dispatch::launch_on(info, slices, way, stream, problem, &ops, None) };
+            let timing = time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), launch);
+            match timing {
+                Ok(t) => {
+                    if o.verbose {
+                        eprintln!(
+                            "  {:>9.2} us  {}{route} split {slices}",
+                            t.median_us, info.rust_name
+                        );
+                    }
+                    Ok(Some(t.median_us))
+                }
+                Err(e) => {
+                    eprintln!("  {}{route} split {slices}: {e:?}", info.rust_name);
+                    Ok::<_, String>(None)
                 }
             }
-            Err(e) => eprintln!("  {}{route} split {slices}: {e:?}", info.rust_name),
-        }
-    };
-    // Every way dispatch may run it: each conv kernel at each split-K it supports, and for a 1×1
-    // unit-stride problem each GEMM kernel that takes it as a matrix product.
+        };
+    // Every way dispatch may run it: each conv kernel at each split-K it supports, for a 1×1
+    // unit-stride problem each GEMM kernel that takes it as a matrix product, and where its
+    // channels are not whole 16 bytes each 16-byte kernel on them padded.
     let props = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
     let mut p = *problem;
     p.compute_capability = Some(props.compute_capability);
     p.addresses = Some([ops.a.address, ops.b.address, ops.d.address, ops.d.address]);
     for way in conv::ways::candidates(&REGISTRY, &p, &ops) {
-        let route = match way.way {
-            conv::ways::ConvWay::Direct => "",
-            conv::ways::ConvWay::AsGemm => " (as a GEMM)",
+        let (kernel, slices) = (way.kernel, way.split_k);
+        let (route, runs) = match way.way {
+            ConvWay::Direct => (String::new(), None),
+            ConvWay::AsGemm => (" (as a GEMM)".into(), None),
+            ConvWay::Padded(padding) => (
+                format!(" (padded to C = {}, K = {})", padding.c, padding.k),
+                Some(conv::padded::padded_problem(problem, padding)),
+            ),
         };
-        time(way.kernel, way.split_k, route);
+        let Some(us) = time(kernel, slices, way.way, problem, &route)? else {
+            continue;
+        };
+        if best.map_or(true, |(.., fastest)| us < fastest) {
+            best = Some((kernel, slices, way.way, us));
+        }
+        match runs {
+            None => timed.push((conv::dispatch::key_of(problem), kernel, slices, us)),
+            Some(padded) => {
+                if let Some(us) = time(kernel, slices, ConvWay::Direct, &padded, " (the padded problem)")? {
+                    timed.push((conv::dispatch::key_of(&padded), kernel, slices, us));
+                }
+            }
+        }
     }
-    let Some((info, slices, us)) = best else {
+    let Some((info, slices, way, us)) = best else {
         return Ok(None);
     };
     // Spot check of the winner: a few output elements against the f64 reference.
     // SAFETY: as above.
-    unsafe { conv::dispatch::launch_on(info, slices, stream, problem, &ops, None) }
+    unsafe { conv::dispatch::launch_on(info, slices, way, stream, problem, &ops, None) }
         .map_err(|e| e.to_string())?;
     let verified = check_output(stream, b, problem)?;
-    Ok(Some(((info, slices, us, verified, tried), timed)))
+    Ok(Some(((info, slices, way, us, verified, tried), timed)))
 }
 
 /// A dispatched run of a problem: time, route, kernel, spot check.

@@ -97,6 +97,8 @@ enum Memory {
     Tracked(CudaSlice<u8>),
     /// Plain device memory: no events recorded or waited for (what CUDA-graph capture needs).
     Untracked(Untracked),
+    /// Part of other scratch memory, owned elsewhere: (address, bytes).
+    Borrowed(u64, usize),
 }
 
 impl Workspace {
@@ -120,11 +122,20 @@ impl Workspace {
         })
     }
 
+    /// `bytes` of scratch memory at `address` that the caller holds for as long as launches use
+    /// it (a launch that stages operands lends the rest of its scratch to the kernel it runs).
+    pub(crate) fn borrowed(address: u64, bytes: usize) -> Self {
+        Workspace {
+            memory: Memory::Borrowed(address, bytes),
+        }
+    }
+
     /// Its size in bytes.
     pub fn bytes(&self) -> usize {
         match &self.memory {
             Memory::Tracked(buffer) => buffer.len(),
             Memory::Untracked(u) => u.bytes,
+            Memory::Borrowed(_, bytes) => *bytes,
         }
     }
 
@@ -137,6 +148,7 @@ impl Workspace {
                 (address, buffer.len())
             }
             Memory::Untracked(u) => (u.address, u.bytes),
+            Memory::Borrowed(address, bytes) => (*address, *bytes),
         }
     }
 }

@@ -5,6 +5,7 @@
 mod common;
 
 use common::{A100, H100};
+use cutlass_aot::conv::dispatch::ConvWay;
 use cutlass_aot::conv::{self, Conv2dProblem, ConvGeometry, ConvMode, ConvOperands, TensorOperand};
 use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{Api, ConvKind, DType, IteratorAlgorithm, OperationKind, StrideSupport};
@@ -418,7 +419,8 @@ fn chosen(
     problem: &Conv2dProblem,
     device: &cutlass_aot::device::DeviceProps,
 ) -> (&'static KernelInfo, usize, select::Choice) {
-    conv::dispatch::decide(&REGISTRY, table, problem, &operands(problem), device).expect("a kernel")
+    let d = conv::dispatch::decide(&REGISTRY, table, problem, &operands(problem), device).expect("a kernel");
+    (d.kernel, d.split_k, d.choice)
 }
 
 #[test]
@@ -660,13 +662,21 @@ fn dispatch_runs_every_channel_count() {
                             &operands(&problem),
                             &device,
                         );
-                        let (kernel, _, _) = decided.unwrap_or_else(|e| {
+                        let d = decided.unwrap_or_else(|e| {
                             panic!(
                                 "{kind} {dtype} C={c} K={k} stride {stride} on {}: {e}",
                                 device.name
                             )
                         });
-                        assert!(kernel.is_plain(), "{}", kernel.name);
+                        assert!(d.kernel.is_plain(), "{}", d.kernel.name);
+                        let runs = match d.way {
+                            ConvWay::Padded(padding) => {
+                                assert!(padding.c % 4 == 0 && padding.k % 4 == 0, "{padding:?}");
+                                conv::padded::padded_problem(&problem, padding)
+                            }
+                            _ => problem,
+                        };
+                        assert!(d.kernel.supports(&runs).is_ok(), "{}", d.describe());
                     }
                 }
             }
@@ -930,4 +940,28 @@ fn interleaved_int8_kernels_take_interleaved_problems_only() {
             kernel.rust_name
         );
     }
+}
+
+/// Channels no 16-byte access divides: a large problem runs on a Hopper kernel with them padded
+/// (the copies cost less than the narrow kernels lose); its workspace holds the padded tensors.
+#[test]
+fn dispatch_pads_ragged_channels_where_the_copies_pay() {
+    let table = select::table_for(cutlass_aot::kernels::TABLES, H100.name, 90).expect("an H100 table");
+    let large = f16_problem(ConvKind::Fprop, [32, 28, 28, 255], [255, 3, 3]).padding(1, 1);
+    let ops = operands(&large);
+    let d = conv::dispatch::decide(&REGISTRY, table, &large, &ops, &H100).expect("a kernel");
+    let ConvWay::Padded(padding) = d.way else {
+        panic!("{}", d.describe())
+    };
+    assert_eq!((padding.c, padding.k), (256, 256));
+    assert_eq!(d.kernel.api(), Api::Cutlass3x, "{}", d.describe());
+    assert!(
+        d.describe().contains("channels padded to C = 256, K = 256"),
+        "{}",
+        d.describe()
+    );
+    let bytes = conv::dispatch::workspace_bytes(&d, &large, &ops, &H100).unwrap();
+    // x and w staged (y's 255 channels are K: staged too).
+    let staged = 2 * (32 * 28 * 28 * 256 + 256 * 9 * 256 + 32 * 28 * 28 * 256);
+    assert!(bytes >= staged, "{bytes} bytes for {staged} of staged tensors");
 }

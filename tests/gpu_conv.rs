@@ -662,14 +662,25 @@ fn typed_interleaved(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
 /// One dispatched convolution: `kind` over `dtype` tensors, checked against the f64 reference.
 /// With `via_gemm` (a 1x1 unit-stride case) dispatch gets a table whose only entry is a GEMM kernel
 /// that takes the problem as a matrix product, and must run it so; otherwise the embedded tables.
+/// How a dispatch test runs its problem.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Route {
+    /// As dispatch decides.
+    Chosen,
+    /// On a GEMM kernel (a table forces one).
+    Gemm,
+    /// On a conv kernel of this API with the channels padded (launched as that way directly).
+    Padded(Api),
+}
+
 fn dispatched(
     ctx: &Arc<CudaContext>,
     kind: ConvKind,
     dtype: DType,
     case: Case,
-    via_gemm: bool,
+    route: Route,
 ) -> Result<(), Failed> {
-    use conv::dispatch::{self, ConvSignature};
+    use conv::dispatch::{self, ConvSignature, ConvWay};
     use cutlass_aot::select::{Row, Table};
     let stream = ctx.default_stream();
     let problem = case.problem_of(kind, (dtype, dtype, dtype));
@@ -680,33 +691,45 @@ fn dispatched(
         kind,
         elements: problem.elements,
     };
-    let tables: Vec<Table> = if via_gemm {
-        let props = device::props(ctx).map_err(|e| e.to_string())?;
-        let mut at = problem;
-        at.compute_capability = Some(props.compute_capability);
-        at.addresses = Some([ops.a.address, ops.b.address, ops.d.address, ops.d.address]);
-        // The last candidate, not the one the benchmark would pick: more kernels get exercised.
-        let candidates = conv::ways::gemm_candidates(&REGISTRY, &at, &ops, 1);
-        let kernel = *candidates.last().ok_or("no GEMM kernel takes this 1x1 problem")?;
-        let row = Row::new(dispatch::key_of(&problem), kernel, 1, Default::default(), 1.0);
-        vec![Table::new(props.name, "test", Box::leak(Box::new([row])))]
-    } else {
-        Vec::new()
+    let props = device::props(ctx).map_err(|e| e.to_string())?;
+    let mut at = problem;
+    at.compute_capability = Some(props.compute_capability);
+    at.addresses = Some([ops.a.address, ops.b.address, ops.d.address, ops.d.address]);
+    // SAFETY (each launch): every operand is a live buffer of its stated length and the
+    // signature's types.
+    let ran = match route {
+        Route::Chosen => unsafe { dispatch::launch_raw(&stream, signature, &ops, Default::default()) }
+            .map_err(|e| format!("dispatch: {e}"))?
+            .describe(),
+        Route::Gemm => {
+            // The last candidate, not the one the benchmark would pick: more kernels get exercised.
+            let candidates = conv::ways::gemm_candidates(&REGISTRY, &at, &ops, 1);
+            let kernel = *candidates.last().ok_or("no GEMM kernel takes this 1x1 problem")?;
+            let row = Row::new(dispatch::key_of(&problem), kernel, 1, Default::default(), 1.0);
+            let tables = vec![Table::new(props.name, "test", Box::leak(Box::new([row])))];
+            let ran = unsafe {
+                dispatch::launch_raw_with(&REGISTRY, &tables, &stream, signature, &ops, Default::default())
+            }
+            .map_err(|e| format!("dispatch: {e}"))?;
+            if !ran.as_gemm() {
+                return Err(format!("the GEMM entry was not used: {}", ran.describe()).into());
+            }
+            ran.describe()
+        }
+        Route::Padded(api) => {
+            let way = conv::ways::candidates(&REGISTRY, &at, &ops)
+                .into_iter()
+                .rfind(|w| matches!(w.way, ConvWay::Padded(_)) && w.kernel.api() == api)
+                .ok_or(format!("no padded {api:?} way for this problem"))?;
+            unsafe { dispatch::launch_on(way.kernel, way.split_k, way.way, &stream, &problem, &ops, None) }
+                .map_err(|e| format!("{} padded: {e}", way.kernel.rust_name))?;
+            format!("{} split {} {:?}", way.kernel.rust_name, way.split_k, way.way)
+        }
     };
-    // SAFETY: every operand is a live buffer of its stated length and the signature's types.
-    let ran = if via_gemm {
-        unsafe { dispatch::launch_raw_with(&REGISTRY, &tables, &stream, signature, &ops, Default::default()) }
-    } else {
-        unsafe { dispatch::launch_raw(&stream, signature, &ops, Default::default()) }
-    }
-    .map_err(|e| format!("dispatch: {e}"))?;
-    if via_gemm && !ran.as_gemm() {
-        return Err(format!("the GEMM entry was not used: {}", ran.describe()).into());
-    }
     let out = t.d.download(&stream)?;
     let (body, tail) = out.split_at(out.len() - TAIL);
     if tail.iter().any(|&v| !verify::is_poison(dtype, v)) {
-        return Err(format!("wrote past D ({})", ran.describe()).into());
+        return Err(format!("wrote past D ({ran})").into());
     }
     let c = t.c.as_ref().map_or(Vec::new(), |c| c.values.clone());
     let reference: Vec<f64> = verify::reference_conv2d(&problem, &t.a.values, &t.b.values, &c, case.scalars)
@@ -720,11 +743,7 @@ fn dispatched(
         _ => 1e-5,
     };
     if error > tolerance {
-        return Err(format!(
-            "relative error {error:.3e} > {tolerance:.0e} ({})",
-            ran.describe()
-        )
-        .into());
+        return Err(format!("relative error {error:.3e} > {tolerance:.0e} ({ran})").into());
     }
     Ok(())
 }
@@ -803,10 +822,33 @@ fn dispatch_cases() -> Vec<(String, GpuTest)> {
             ];
             for (name, case, gemm) in list {
                 let Some(case) = case else { continue };
+                let route = if gemm { Route::Gemm } else { Route::Chosen };
                 out.push((
                     format!("dispatch::{}_{dtype}_{name}", kind.manifest_name()),
-                    Box::new(move |ctx: &Arc<CudaContext>| dispatched(ctx, kind, dtype, case, gemm)),
+                    Box::new(move |ctx: &Arc<CudaContext>| dispatched(ctx, kind, dtype, case, route)),
                 ));
+            }
+            // Channels padded to whole 16 bytes, on Hopper and Ampere kernels: odd C and K, with
+            // C (copied where D is computed), strided, and a 1x1.
+            let mut odd_beta = Case::new([2, 11, 9, 5], [7, 3, 3]).pad(1);
+            odd_beta.scalars = (1.5, -0.75);
+            let padded = [
+                ("odd_c5_k7_beta", odd_beta),
+                (
+                    "c3_k16_stride2",
+                    Case::new([2, 15, 13, 3], [16, 3, 3]).pad(1).stride(2),
+                ),
+                ("c20_k1", Case::new([2, 10, 12, 20], [1, 3, 3]).pad(1)),
+                ("c13_k21_1x1", Case::new([3, 7, 6, 13], [21, 1, 1])),
+            ];
+            for (name, case) in padded {
+                for (api, tag) in [(Api::Cutlass3x, "sm90"), (Api::Cutlass2x, "sm80")] {
+                    let route = Route::Padded(api);
+                    out.push((
+                        format!("dispatch::{}_{dtype}_padded_{name}_{tag}", kind.manifest_name()),
+                        Box::new(move |ctx: &Arc<CudaContext>| dispatched(ctx, kind, dtype, case, route)),
+                    ));
+                }
             }
         }
     }
@@ -818,7 +860,7 @@ fn dispatch_cases() -> Vec<(String, GpuTest)> {
                 ConvKind::Fprop,
                 DType::F32,
                 Case::new([2, 9, 9, 8], [16, 3, 3]).pad(1),
-                false,
+                Route::Chosen,
             )
         }),
     ));

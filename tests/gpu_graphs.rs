@@ -1,6 +1,6 @@
 //! GPU suite of CUDA-graph capture: every launch path — a dispatched GEMM plan (direct, staged,
 //! serial split-K, stream-K), a conv plan (plain, and a strided dgrad's stride phases on side
-//! streams, written into dx in place or staged in scratch), a prepared grouped launch (host-packed and device-resident MoE) and an elementwise
+//! streams, written into dx in place or staged in scratch; ragged channels padded), a prepared grouped launch (host-packed and device-resident MoE) and an elementwise
 //! kernel — is captured, replayed several times and compared bit for bit with a direct run.
 //! A launch that would allocate inside capture is refused with a message that names the fix.
 //!
@@ -281,13 +281,23 @@ fn kernel_where(pick: impl Fn(&KernelInfo) -> bool) -> Option<&'static KernelInf
     REGISTRY.all().iter().copied().find(|k| k.is_plain() && pick(k))
 }
 
-/// A conv plan: a 3x3 of `channels` (C, K) (whatever dispatch picks), or with `force_hopper` a
-/// Hopper kernel dispatch must use.
+/// What a conv plan test makes dispatch run.
+#[derive(Clone, Copy, PartialEq)]
+enum Force {
+    /// Whatever it picks.
+    Nothing,
+    /// A Hopper kernel.
+    Hopper,
+    /// A Hopper kernel with the channels padded.
+    Padded,
+}
+
+/// A conv plan: a 3x3 of `channels` (C, K), running what `force` says.
 fn conv_plan(
     ctx: &Arc<CudaContext>,
     kind: ConvKind,
     stride: usize,
-    force_hopper: bool,
+    force: Force,
     (c, k): (usize, usize),
 ) -> Result<(), String> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
@@ -327,7 +337,7 @@ fn conv_plan(
         elements: problem.elements,
     };
     let forced;
-    let tables: &[Table] = if force_hopper {
+    let tables: &[Table] = if force != Force::Nothing {
         let kernel = kernel_where(|k| {
             k.api() == Api::Cutlass3x
                 && k.operation
@@ -335,12 +345,18 @@ fn conv_plan(
                     .is_some_and(|c| c.kind == kind && c.gemm.a.element == dtype)
         })
         .ok_or("no Hopper conv kernel of this kind")?;
+        // The padded way's row is the problem as its kernel runs it.
+        let whole_16_bytes = conv::padded::paddings(&problem).first().copied();
+        let runs = match whole_16_bytes {
+            Some(padding) if force == Force::Padded => conv::padded::padded_problem(&problem, padding),
+            _ => problem,
+        };
         let row = Row::new(
-            conv::dispatch::key_of(&problem),
+            conv::dispatch::key_of(&runs),
             kernel,
             1,
             Default::default(),
-            1.0,
+            0.001,
         );
         forced = vec![Table::new(device.name, "test", Box::leak(Box::new([row])))];
         &forced
@@ -350,6 +366,9 @@ fn conv_plan(
     let mut plan = unsafe { conv::dispatch::plan_raw(&REGISTRY, tables, &stream, signature, &operands) }
         .map_err(|e| format!("plan: {e}"))?;
     let ran = plan.dispatched().describe();
+    if force == Force::Padded && !matches!(plan.dispatched().way, conv::dispatch::ConvWay::Padded(_)) {
+        return Err(format!("the padded way was not chosen: {ran}"));
+    }
     unsafe { plan.launch_raw(&stream, &operands) }.map_err(|e| format!("plan launch: {e}"))?;
     let direct = d.bytes(&stream)?;
     let graph = capture(&stream, || unsafe { plan.launch_raw(&stream, &operands) })?;
@@ -604,20 +623,30 @@ fn main() {
     }
     add(
         "conv_plan_fprop",
-        Box::new(|c| conv_plan(c, ConvKind::Fprop, 1, false, (32, 48))),
+        Box::new(|c| conv_plan(c, ConvKind::Fprop, 1, Force::Nothing, (32, 48))),
     );
     add(
         "conv_plan_wgrad",
-        Box::new(|c| conv_plan(c, ConvKind::Wgrad, 1, false, (32, 48))),
+        Box::new(|c| conv_plan(c, ConvKind::Wgrad, 1, Force::Nothing, (32, 48))),
     );
     add(
         "conv_plan_strided_dgrad_stride_phases",
-        Box::new(|c| conv_plan(c, ConvKind::Dgrad, 2, true, (32, 48))),
+        Box::new(|c| conv_plan(c, ConvKind::Dgrad, 2, Force::Hopper, (32, 48))),
     );
     // Odd channels: CUTLASS 2.x's alignment-1 unit-stride dgrad, its phases staged in scratch.
     add(
         "conv_plan_strided_dgrad_odd_channels_staged_phases",
-        Box::new(|c| conv_plan(c, ConvKind::Dgrad, 2, false, (5, 7))),
+        Box::new(|c| conv_plan(c, ConvKind::Dgrad, 2, Force::Nothing, (5, 7))),
+    );
+    // Ragged channels padded into the workspace around a Hopper kernel (fprop: C and K copied in
+    // and out; wgrad: x in, dw out).
+    add(
+        "conv_plan_fprop_padded_channels",
+        Box::new(|c| conv_plan(c, ConvKind::Fprop, 1, Force::Padded, (61, 67))),
+    );
+    add(
+        "conv_plan_wgrad_padded_channels",
+        Box::new(|c| conv_plan(c, ConvKind::Wgrad, 1, Force::Padded, (61, 64))),
     );
     add("grouped_prepared_host_groups", Box::new(grouped_host));
     add("grouped_prepared_moe", Box::new(grouped_moe));

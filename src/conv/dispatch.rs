@@ -93,12 +93,14 @@ pub fn allowed(kernel: &KernelInfo) -> bool {
         )
 }
 
-/// What a dispatched convolution ran.
+/// What a dispatched convolution ran (or will run: a decision).
 #[derive(Clone, Debug)]
 pub struct ConvDispatched {
     /// A conv kernel, or a GEMM kernel that ran the problem as a matrix product ([`as_gemm`]).
     pub kernel: &'static KernelInfo,
     pub split_k: usize,
+    /// How the kernel ran it: directly, as a GEMM, or with the channels padded.
+    pub way: ConvWay,
     /// Why: how its time was estimated.
     pub choice: Choice,
 }
@@ -106,13 +108,21 @@ pub struct ConvDispatched {
 impl ConvDispatched {
     /// Whether it ran as a matrix product on a GEMM kernel.
     pub fn as_gemm(&self) -> bool {
-        self.kernel.operation.conv().is_none()
+        self.way == ConvWay::AsGemm
     }
 
     /// One line for people: the kernel, the route and why.
     pub fn describe(&self) -> String {
         let why = self.choice.describe();
-        let route = if self.as_gemm() { "; as a GEMM" } else { "" };
+        let padded;
+        let route = match self.way {
+            ConvWay::Direct => "",
+            ConvWay::AsGemm => "; as a GEMM",
+            ConvWay::Padded(p) => {
+                padded = format!("; channels padded to C = {}, K = {}", p.c, p.k);
+                &padded
+            }
+        };
         let split = if self.split_k > 1 {
             format!("; {} split-K slices", self.split_k)
         } else {
@@ -199,31 +209,44 @@ pub unsafe fn launch_raw_with(
     let device = crate::device::props(stream.context())?;
     let problem = checked_problem(signature, operands)?;
     let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
-    let (kernel, split_k, choice) = decide(registry, table, &problem, operands, &device)?;
-    let ran = ConvDispatched {
-        kernel,
-        split_k,
-        choice,
-    };
+    let ran = decide(registry, table, &problem, operands, &device)?;
     // SAFETY: as the caller promised for `operands`.
-    unsafe { launch_on(kernel, split_k, stream, &problem, operands, options.workspace) }?;
+    unsafe {
+        launch_on(
+            ran.kernel,
+            ran.split_k,
+            ran.way,
+            stream,
+            &problem,
+            operands,
+            options.workspace,
+        )
+    }?;
     Ok(ran)
 }
 
-/// Launches `kernel` with `slices` split-K slices on `problem`: a conv kernel on `operands`, a GEMM
-/// kernel on their matrix-product view ([`as_gemm`]; an error if the problem is not a plain
-/// product). What dispatch runs for a decision, and what the benchmark times per candidate.
+/// Launches `kernel` with `slices` split-K slices on `problem` the `way` a candidate names: a conv
+/// kernel on `operands` (or on copies with the channels padded), a GEMM kernel on their
+/// matrix-product view ([`as_gemm`]; an error if the problem is not a plain product). What
+/// dispatch runs for a decision, and what the benchmark times per candidate.
 ///
 /// # Safety
 /// As [`launch_raw`].
 pub unsafe fn launch_on(
     kernel: &'static KernelInfo,
     slices: usize,
+    way: ConvWay,
     stream: &CudaStream,
     problem: &Conv2dProblem,
     operands: &ConvOperands,
     workspace: Option<&mut Workspace>,
 ) -> Result<(), Error> {
+    if let ConvWay::Padded(padding) = way {
+        // SAFETY: as the caller promised for `operands`.
+        return unsafe {
+            super::padded::launch(kernel, slices, stream, problem, operands, padding, workspace)
+        };
+    }
     if kernel.operation.conv().is_some() {
         let ops = ConvOperands {
             split_k_slices: slices,
@@ -279,22 +302,58 @@ pub(crate) fn checked_problem(
     )
 }
 
-/// The kernel, split-K and reason for `problem` (see the module documentation); remembered per
-/// problem and device. Err: why no kernel runs it.
+/// The kernel, split-K, way and reason for `problem` (see the module documentation); remembered
+/// per problem and device. Err: why no kernel runs it.
 pub fn decide(
     registry: &Registry,
     table: &Table,
     problem: &Conv2dProblem,
     operands: &ConvOperands,
     device: &DeviceProps,
-) -> Result<Decision, Error> {
+) -> Result<ConvDispatched, Error> {
     let problem = located(problem, operands, device);
     MEMO.get_or_try(MemoKey::new(registry, table, device, &problem), || {
         let chosen = context(table, device)
             .choose(super::ways::candidates(registry, &problem, operands))
             .ok_or_else(|| no_kernel(registry, &problem))?;
-        Ok((chosen.kernel, chosen.split_k, chosen.choice()))
+        Ok(ConvDispatched {
+            kernel: chosen.kernel,
+            split_k: chosen.split_k,
+            way: chosen.way,
+            choice: chosen.choice(),
+        })
     })
+}
+
+/// Bytes of workspace the decision `dispatched` needs to run `operands` of `problem` on `device`.
+pub fn workspace_bytes(
+    dispatched: &ConvDispatched,
+    problem: &Conv2dProblem,
+    operands: &ConvOperands,
+    device: &DeviceProps,
+) -> Result<usize, Error> {
+    let (kernel, slices) = (dispatched.kernel, dispatched.split_k);
+    match dispatched.way {
+        ConvWay::Padded(padding) => {
+            super::padded::workspace_bytes(kernel, slices, problem, operands, padding, device)
+        }
+        ConvWay::Direct => {
+            let ops = ConvOperands {
+                split_k_slices: slices,
+                ..*operands
+            };
+            super::workspace_bytes(kernel, &ops, device)
+        }
+        ConvWay::AsGemm => {
+            let (_, gemm) = as_gemm(problem, operands)
+                .ok_or_else(|| Error::invalid(kernel.name, "a GEMM kernel runs only 1x1 convolutions"))?;
+            let gemm = GemmOperands {
+                split_k_slices: slices,
+                ..gemm
+            };
+            crate::gemm::workspace_bytes(kernel, &gemm, device)
+        }
+    }
 }
 
 /// `problem` with the device's compute capability and the operands' addresses, as the support
@@ -450,7 +509,4 @@ impl MemoKey {
     }
 }
 
-/// A remembered decision: kernel, split-K slices, why.
-type Decision = (&'static KernelInfo, usize, Choice);
-
-static MEMO: Memo<MemoKey, Decision> = Memo::new();
+static MEMO: Memo<MemoKey, ConvDispatched> = Memo::new();

@@ -7,10 +7,9 @@
 
 use cudarc::driver::CudaStream;
 
-use super::dispatch::{as_gemm, checked_problem, decide, launch_on, ConvDispatched, ConvSignature};
+use super::dispatch::{checked_problem, decide, launch_on, ConvDispatched, ConvSignature};
 use super::{Conv2d, Conv2dProblem, ConvOperands, ConvTypes};
 use crate::error::Error;
-use crate::gemm::GemmOperands;
 use crate::registry::Registry;
 use crate::select::{table_for, Table, NO_TABLE};
 use crate::types::Element;
@@ -53,12 +52,13 @@ impl ConvPlan {
                 ),
             ));
         }
-        let (kernel, split_k) = (self.dispatched.kernel, self.dispatched.split_k);
+        let d = &self.dispatched;
         // SAFETY: as the caller promised.
         unsafe {
             launch_on(
-                kernel,
-                split_k,
+                d.kernel,
+                d.split_k,
+                d.way,
                 stream,
                 &problem,
                 operands,
@@ -98,22 +98,8 @@ pub unsafe fn plan_raw(
     let device = crate::device::props(stream.context())?;
     let problem = checked_problem(signature, operands)?;
     let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
-    let (kernel, split_k, choice) = decide(registry, table, &problem, operands, &device)?;
-    let bytes = if kernel.operation.conv().is_some() {
-        let ops = ConvOperands {
-            split_k_slices: split_k,
-            ..*operands
-        };
-        super::workspace_bytes(kernel, &ops, &device)?
-    } else {
-        let (_, gemm) = as_gemm(&problem, operands)
-            .ok_or_else(|| Error::invalid(kernel.name, "a GEMM kernel runs only 1x1 convolutions"))?;
-        let gemm = GemmOperands {
-            split_k_slices: split_k,
-            ..gemm
-        };
-        crate::gemm::workspace_bytes(kernel, &gemm, &device)?
-    };
+    let dispatched = decide(registry, table, &problem, operands, &device)?;
+    let bytes = super::dispatch::workspace_bytes(&dispatched, &problem, operands, &device)?;
     stream
         .context()
         .bind_to_thread()
@@ -125,11 +111,7 @@ pub unsafe fn plan_raw(
     Ok(ConvPlan {
         signature,
         problem,
-        dispatched: ConvDispatched {
-            kernel,
-            split_k,
-            choice,
-        },
+        dispatched,
         workspace,
     })
 }

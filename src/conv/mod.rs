@@ -19,6 +19,7 @@ use cudarc::driver::CudaStream;
 pub mod dispatch;
 mod dispatch_plan;
 pub mod first_layer;
+pub mod padded;
 mod problem;
 mod staged_phases;
 pub mod stride_phases;

@@ -1,15 +1,18 @@
 //! The ways conv dispatch can run a convolution, for the selection engine: every allowed conv
 //! kernel of its kind and types at every split-K it supports, and every GEMM kernel that runs a 1×1,
-//! unpadded, unit-stride convolution as a matrix product over the tensors as they lie — each with
-//! the problem's table key and the work the kernel does.
+//! unpadded, unit-stride convolution as a matrix product over the tensors as they lie, and, where
+//! the channels are not whole 16 bytes, every conv kernel that runs them padded — each with the
+//! table key of the problem as the kernel runs it and the work the kernel does.
 
 use super::dispatch::{allowed, as_gemm, gemm_extent_of};
+use super::padded::{self, Padding};
 use super::{Conv2dProblem, ConvOperands};
 use crate::dispatch as gemm_dispatch;
 use crate::gemm::GemmOperands;
 use crate::kernel::KernelInfo;
 use crate::model::{Api, ConvKind, SplitK, StrideSupport};
 use crate::registry::Registry;
+use crate::select::cost::STAGING_MARGIN;
 use crate::select::{Candidate, Key, Piece, Row, Work};
 
 /// Table operation names of the three kinds start with this.
@@ -22,6 +25,8 @@ pub enum ConvWay {
     Direct,
     /// A GEMM kernel over the tensors viewed as matrices ([`as_gemm`]).
     AsGemm,
+    /// A conv kernel on the problem with its channels padded to whole 16 bytes ([`super::padded`]).
+    Padded(Padding),
 }
 
 /// The table operation name of `kind`: `conv2d_fprop`, `conv2d_dgrad`, `conv2d_wgrad`.
@@ -209,6 +214,31 @@ pub fn candidates(
         for kernel in gemm_candidates(registry, problem, operands, split_k) {
             if let Some(work) = work_of(kernel, problem) {
                 out.push(candidate(kernel, split_k, ConvWay::AsGemm, key, work));
+            }
+        }
+    }
+    out.extend(padded_candidates(registry, problem));
+    out
+}
+
+/// The ways with the channels padded (none where they are whole 16 bytes): each conv kernel that
+/// runs the problem with one of its paddings, its copies added to its time and its estimate held
+/// to the staging margin.
+fn padded_candidates(registry: &Registry, problem: &Conv2dProblem) -> Vec<Candidate<ConvWay>> {
+    let mut out = Vec::new();
+    for padding in padded::paddings(problem) {
+        let padded = padded::padded_problem(problem, padding);
+        let (key, copies) = (key_of(&padded), padded::staging_seconds(problem, padding));
+        // A kernel that runs the problem as it is gains nothing from the copies.
+        let options = conv_options(registry, &padded)
+            .filter(|&(kernel, split_k)| kernel.supports(&with_slices(problem, split_k)).is_err());
+        for (kernel, split_k) in options {
+            if let Some(mut work) = work_of(kernel, &padded) {
+                work.extra_seconds = copies;
+                out.push(Candidate {
+                    margin: STAGING_MARGIN,
+                    ..candidate(kernel, split_k, ConvWay::Padded(padding), key, work)
+                });
             }
         }
     }

@@ -9,7 +9,8 @@ use crate::gemm::{GemmOperands, GemmProblem};
 use crate::kernel::KernelInfo;
 use crate::model::{Layout, SplitK};
 use crate::registry::Registry;
-use crate::select::{cost, Candidate, Key, Piece, Row, Work};
+use crate::select::cost::{self, STAGING_BYTES_PER_SECOND, STAGING_LAUNCH_SECONDS, STAGING_MARGIN};
+use crate::select::{Candidate, Key, Piece, Row, Work};
 
 /// The operation's name in tables and results files.
 pub const OP: &str = "gemm";
@@ -21,17 +22,6 @@ pub struct GemmWay {
     /// The layouts (A, B, C/D) operands were staged into; `None`: read as they lie.
     pub staged: Option<[Layout; 3]>,
 }
-
-/// What one staging copy or fill costs beyond its bytes (launch and tail, measured ~2-4 µs).
-const STAGING_LAUNCH_SECONDS: f64 = 3e-6;
-
-/// Bandwidth a staging copy reaches (bytes read + written per second): 0.66e12 measured on an
-/// H100 for a transposing bf16 copy of 4096² (the tiled copy moves 2-byte elements one at a time).
-const STAGING_BYTES_PER_SECOND: f64 = 0.66e12;
-
-/// Staged ways must be estimated this much faster than a direct one: their copies are only
-/// modelled.
-const STAGING_MARGIN: f64 = 1.25;
 
 /// The table key of `problem` as a kernel runs it.
 pub fn key_of(problem: &GemmProblem) -> Key {

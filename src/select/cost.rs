@@ -54,6 +54,17 @@ impl Work {
 /// Device bandwidth the model assumes (bytes read + written per second; an H100 SXM's copies).
 pub const BYTES_PER_SECOND: f64 = 3.0e12;
 
+/// What one staging copy or fill costs beyond its bytes (launch and tail, measured ~2-4 µs).
+pub const STAGING_LAUNCH_SECONDS: f64 = 3e-6;
+
+/// Bandwidth a staging copy reaches (bytes read + written per second): 0.66e12 measured on an
+/// H100 for a transposing bf16 copy of 4096² (the tiled copy moves 2-byte elements one at a time).
+pub const STAGING_BYTES_PER_SECOND: f64 = 0.66e12;
+
+/// Staged ways must be estimated this much faster than a direct one: their copies are only
+/// modelled.
+pub const STAGING_MARGIN: f64 = 1.25;
+
 /// Fixed cost of one kernel launch on the device (start, tail, drain).
 pub const LAUNCH_SECONDS: f64 = 2.5e-6;
 
@@ -168,7 +179,17 @@ fn math_rate(kernel: &KernelInfo) -> f64 {
         Some(IteratorAlgorithm::FirstLayer) => 2.5,
         _ => 1.0,
     };
-    math * generation * iterator
+    math * generation * iterator * access_rate(op)
+}
+
+/// How much of its math rate a kernel reaching A and B in narrow accesses keeps: its mainloop
+/// moves fewer bytes per load (and at 2 bytes CUTLASS's two-stage register-staged mainloop runs),
+/// `(bytes / 16)^0.8` of the narrower operand's access (H100, 2026-11-26: an alignment-1 f16
+/// conv ran 3-10x slower than alignment 8 on the same problem).
+fn access_rate(op: &crate::model::GemmOperation) -> f64 {
+    let bytes = |o: &crate::model::TensorAttributes| (o.alignment * o.element.bits()).div_ceil(8).max(1);
+    let narrowest = bytes(&op.a).min(bytes(&op.b)).min(16);
+    (f64::from(narrowest) / 16.0).powf(0.8)
 }
 
 /// The share of the device's bandwidth the kernel's loads reach: CUTLASS 2.x kernels (cp.async,
