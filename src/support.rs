@@ -1,10 +1,11 @@
 //! The runtime's own support kernels (`cutlass_glue/include/cutlass_aot/support.cuh`, built into
 //! this crate's image `IMAGE_SUPPORT`): strided, possibly transposing copies of a batch of matrices
 //! (to stage an operand no kernel can read as it lies), the 3xTF32 split of f32 operands, and the
-//! 4-D copy and scale of a strided dgrad's stride phases (`conv::stride_phases`).
+//! 4-D copy and scale of a strided dgrad's stride phases (`conv::stride_phases`) and of padded
+//! channels (`conv::padded`).
 //!
-//! The 2-D ones walk 32×32 tiles, the 4-D ones single elements, with a grid-stride loop, so any
-//! extent runs on a grid sized for the device.
+//! The 2-D ones walk 32×32 tiles, the 4-D copy 16-byte chunks of rows, the 4-D scale single
+//! elements, with a grid-stride loop, so any extent runs on a grid sized for the device.
 
 use std::ffi::{c_void, CStr};
 use std::mem::size_of;
@@ -174,6 +175,7 @@ struct Copy4Args {
     src: View4,
     dst: View4,
     extent: [i64; 4],
+    src_extent: [i64; 4],
 }
 
 /// Copies per launch (`CUTLASS_AOT_COPY4_BATCH`).
@@ -196,13 +198,28 @@ struct Scale4Args {
     beta: f64,
 }
 
-/// `dst[i] = src[i]` over a 4-D `extent` of `element_bytes`-byte elements.
+/// `dst[i] = src[i]` over a 4-D `extent` of `element_bytes`-byte elements, zeros where `i` lies
+/// past `src_extent` (padding; `src` is read only inside it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Copy4d {
     pub element_bytes: usize,
     pub src: View4,
     pub dst: View4,
     pub extent: [usize; 4],
+    pub src_extent: [usize; 4],
+}
+
+impl Copy4d {
+    /// A plain copy: `src_extent` is `extent`.
+    pub fn new(element_bytes: usize, src: View4, dst: View4, extent: [usize; 4]) -> Self {
+        Copy4d {
+            element_bytes,
+            src,
+            dst,
+            extent,
+            src_extent: extent,
+        }
+    }
 }
 
 impl View4 {
@@ -248,6 +265,31 @@ fn widen(
     (*src, *dst, extent, element_bytes)
 }
 
+/// `copy`'s kernel arguments, in 16-byte elements where its views and padding allow: (element
+/// bytes, arguments, threads it takes).
+fn copy4_args(copy: &Copy4d) -> (usize, Copy4Args, usize) {
+    let c = copy;
+    let (mut src, mut dst, mut extent, mut bytes) = widen(c.element_bytes, &c.src, &c.dst, c.extent);
+    let mut factor = bytes / c.element_bytes;
+    if c.src_extent[3] % factor != 0 {
+        // Padding that ends inside a 16-byte unit: element by element.
+        (src, dst, extent, bytes, factor) = (c.src, c.dst, c.extent, c.element_bytes, 1);
+    }
+    let mut src_extent = c.src_extent;
+    src_extent[3] /= factor;
+    let args = Copy4Args {
+        src,
+        dst,
+        extent: extent.map(|e| e as i64),
+        src_extent: src_extent.map(|e| e as i64),
+    };
+    // The kernel copies a row of 64 or more in runs of 256 elements a warp, a narrower one in
+    // 16-byte chunks a thread.
+    let per_thread = if extent[3] >= 64 { 8 } else { (16 / bytes).max(1) };
+    let units = extent[0] * extent[1] * extent[2] * extent[3].div_ceil(per_thread);
+    (bytes, args, units)
+}
+
 /// Enqueues `copies`, as few launches as their element sizes allow (up to 16 copies each).
 ///
 /// # Safety
@@ -266,15 +308,7 @@ pub(crate) unsafe fn copy4_batch(stream: &CudaStream, copies: &[Copy4d]) -> Resu
     let widened: Vec<(usize, Copy4Args, usize)> = copies
         .iter()
         .filter(|c| c.extent.iter().all(|&e| e > 0))
-        .map(|c| {
-            let (src, dst, extent, bytes) = widen(c.element_bytes, &c.src, &c.dst, c.extent);
-            let args = Copy4Args {
-                src,
-                dst,
-                extent: extent.map(|e| e as i64),
-            };
-            (bytes, args, extent.iter().product::<usize>())
-        })
+        .map(copy4_args)
         .collect();
     for bytes in [1, 2, 4, 8, 16] {
         let same: Vec<&(usize, Copy4Args, usize)> = widened.iter().filter(|w| w.0 == bytes).collect();
@@ -461,6 +495,46 @@ pub(crate) unsafe fn zero(stream: &CudaStream, address: sys::CUdeviceptr, bytes:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn padding_copies_widen_only_where_the_given_channels_fill_whole_units() {
+        let packed = |base: u64, [_, d1, d2, d3]: [usize; 4]| View4 {
+            base,
+            strides: [(d1 * d2 * d3) as i64, (d2 * d3) as i64, d3 as i64, 1],
+        };
+        // A filter of K = 5 padded to 8 rows, C = 64: 16-byte units, zeros past row 5.
+        let rows = Copy4d {
+            src_extent: [5, 3, 3, 64],
+            ..Copy4d::new(
+                2,
+                packed(0x1000, [5, 3, 3, 64]),
+                packed(0x8000, [8, 3, 3, 64]),
+                [8, 3, 3, 64],
+            )
+        };
+        let (bytes, args, units) = copy4_args(&rows);
+        assert_eq!(
+            (bytes, args.extent, args.src_extent),
+            (16, [8, 3, 3, 8], [5, 3, 3, 8])
+        );
+        assert_eq!(units, 8 * 3 * 3 * 8);
+        // An activation of C = 3 padded to 8 channels: element by element.
+        let channels = Copy4d {
+            src_extent: [2, 9, 9, 3],
+            ..Copy4d::new(
+                2,
+                packed(0x1000, [2, 9, 9, 3]),
+                packed(0x8000, [2, 9, 9, 8]),
+                [2, 9, 9, 8],
+            )
+        };
+        let (bytes, args, _) = copy4_args(&channels);
+        assert_eq!(
+            (bytes, args.extent, args.src_extent),
+            (2, [2, 9, 9, 8], [2, 9, 9, 3])
+        );
+        assert_eq!(args.src.strides, [243, 27, 3, 1]);
+    }
 
     #[test]
     fn views_widen_to_16_byte_units_only_where_every_address_allows() {

@@ -303,7 +303,13 @@ fn conv_plan(
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
     let device = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
     let dtype = DType::F16;
-    let problem = conv::Conv2dProblem::new(kind, [2, 17, 15, c], [k, 3, 3], (dtype, dtype, dtype))
+    // Padded: large enough that the copies pay for themselves.
+    let [n, h, w] = if force == Force::Padded {
+        [8, 64, 64]
+    } else {
+        [2, 17, 15]
+    };
+    let problem = conv::Conv2dProblem::new(kind, [n, h, w, c], [k, 3, 3], (dtype, dtype, dtype))
         .padding(1, 1)
         .stride(stride, stride);
     let dims = problem.tensor_dims().map_err(|e| e.to_string())?;

@@ -1,9 +1,9 @@
 //! Convolutions whose channel counts no 16-byte access divides, run on kernels of 16-byte accesses
 //! with the channels padded: C and K rounded up to whole 16 bytes, each operand whose extents
-//! change copied into the workspace with zeros in the padding, and an output whose extents change
+//! change copied into the workspace with zeros written in the padding, and an output whose extents change
 //! computed there and copied back. Zero channels add nothing to any sum, so the result is exact.
 //! Dispatch weighs this way against the narrow-alignment kernels ([`super::ways`]): the kernel's
-//! time on the padded problem plus the copies at the staging bandwidth.
+//! time on the padded problem plus the copies at their measured bandwidth.
 
 use cudarc::driver::CudaStream;
 
@@ -12,7 +12,7 @@ use crate::device::DeviceProps;
 use crate::error::Error;
 use crate::kernel::KernelInfo;
 use crate::model::DType;
-use crate::select::cost::{STAGING_BYTES_PER_SECOND, STAGING_LAUNCH_SECONDS};
+use crate::select::cost::{PADDING_BYTES_PER_SECOND, PADDING_LAUNCH_SECONDS};
 use crate::support::{Copy4d, View4};
 use crate::workspace::{Scratch, Workspace};
 
@@ -78,8 +78,7 @@ struct Staging {
     bytes: [usize; 3],
     /// Byte offset of each staged tensor (the inputs first, then the output); `None`: as it lies.
     at: [Option<usize>; 3],
-    /// Bytes of the staged inputs (zeroed before they are copied in), and of everything staged.
-    inputs_bytes: usize,
+    /// Bytes of everything staged.
     staged_bytes: usize,
 }
 
@@ -101,13 +100,11 @@ impl Staging {
                 offset += (padded[i].iter().product::<usize>() * bytes[i]).next_multiple_of(256);
             }
         }
-        let inputs_bytes = at[2].unwrap_or(offset);
         Ok(Staging {
             given,
             padded,
             bytes,
             at,
-            inputs_bytes,
             staged_bytes: offset,
         })
     }
@@ -137,18 +134,18 @@ impl Staging {
         }
     }
 
-    /// Seconds the copies take: inputs zeroed and copied in, the output copied out.
+    /// Seconds the copies take: inputs copied in (padding written as zeros), the output out.
     fn seconds(&self) -> f64 {
         let size =
             |i: usize, dims: &[[usize; 4]; 3]| (dims[i].iter().product::<usize>() * self.bytes[i]) as f64;
         let staged: Vec<usize> = (0..3).filter(|&i| self.at[i].is_some()).collect();
         let bytes: f64 = staged
             .iter()
-            .map(|&i| 2.0 * size(i, &self.given) + size(i, &self.padded))
+            .map(|&i| size(i, &self.given) + size(i, &self.padded))
             .sum();
-        // A memset, a batch of copies in, a copy out.
-        let launches = 2 + usize::from(self.at[2].is_some());
-        bytes / STAGING_BYTES_PER_SECOND + launches as f64 * STAGING_LAUNCH_SECONDS
+        // A batch of copies in, a copy out.
+        let launches = 1 + usize::from(self.at[2].is_some());
+        bytes / PADDING_BYTES_PER_SECOND + launches as f64 * PADDING_LAUNCH_SECONDS
     }
 }
 
@@ -186,7 +183,7 @@ pub(crate) fn workspace_bytes(
 }
 
 /// Runs `operands` on `kernel` with `slices` split-K slices and the channels padded to `padding`:
-/// staged inputs zeroed and copied in, C copied where D is computed (where beta reads it), the
+/// staged inputs copied in with zeros in the padding, C copied where D is computed (where beta reads it), the
 /// kernel, the output copied out — all on `stream`, scratch memory from `workspace` when given,
 /// else the per-stream cache.
 ///
@@ -212,13 +209,17 @@ pub(crate) unsafe fn launch(
         split_k_slices: slices,
         ..staging.operands(operands, base)
     };
-    let copy = |i: usize, src: u64, src_dims, dst: u64, dst_dims| Copy4d {
-        element_bytes: staging.bytes[i],
-        src: packed(src, src_dims),
-        dst: packed(dst, dst_dims),
-        extent: staging.given[i],
-    };
     let (given, padded) = (staging.given, staging.padded);
+    // Tensor i from `src` (of `src_dims`) to `dst` (of `dst_dims`): the padding written as zeros.
+    let copy = |i: usize, src: u64, src_dims: [usize; 4], dst: u64, dst_dims: [usize; 4]| Copy4d {
+        src_extent: given[i],
+        ..Copy4d::new(
+            staging.bytes[i],
+            packed(src, src_dims),
+            packed(dst, dst_dims),
+            dst_dims,
+        )
+    };
     let mut copies_in = Vec::new();
     for (i, from, to) in [(0, operands.a, ops.a), (1, operands.b, ops.b)] {
         if staging.at[i].is_some() {
@@ -236,7 +237,6 @@ pub(crate) unsafe fn launch(
     // buffers (checked by the kernel's plan below before the kernel is enqueued; the copies only
     // read and write what the checked extents name).
     unsafe {
-        crate::support::zero(stream, base, staging.inputs_bytes)?;
         crate::support::copy4_batch(stream, &copies_in)?;
         let mut lent = Workspace::borrowed(base + staging.staged_bytes as u64, kernel_bytes);
         super::launch_raw(kernel, stream, &ops, Some(&mut lent))?;
@@ -273,7 +273,14 @@ mod tests {
         let s = Staging::of(&fprop, padding_for(&fprop).unwrap()).unwrap();
         assert!(s.at[0].is_some() && s.at[1].is_some() && s.at[2].is_none());
         assert_eq!(s.padded[0], [2, 9, 9, 8]);
-        assert_eq!(s.inputs_bytes, s.staged_bytes);
+        assert_eq!(
+            s.at,
+            [
+                Some(0),
+                Some((2 * 9 * 9 * 8 * 2usize).next_multiple_of(256)),
+                None
+            ]
+        );
         let dgrad = problem(ConvKind::Dgrad, 64, 1, DType::Bf16);
         let s = Staging::of(&dgrad, padding_for(&dgrad).unwrap()).unwrap();
         assert_eq!(s.padded[1], [8, 3, 3, 64]);
@@ -282,7 +289,7 @@ mod tests {
         let wgrad = problem(ConvKind::Wgrad, 5, 16, DType::F16);
         let s = Staging::of(&wgrad, padding_for(&wgrad).unwrap()).unwrap();
         assert_eq!(s.at.map(|a| a.is_some()), [false, true, true]);
-        assert_eq!(s.at[2], Some(s.inputs_bytes));
+        assert_eq!(s.at[2], Some((2 * 9 * 9 * 8 * 2usize).next_multiple_of(256)));
         assert_eq!(s.padded[2], [16, 3, 3, 8]);
     }
 

@@ -273,12 +273,12 @@ fn steps(info: &'static KernelInfo, staged: &Staged, c_given: bool, base: u64) -
         steps.kernels.push((prepared, own_workspace));
         if gathered {
             let (src, dst) = filter_views(problem, ph, full.ptr_b as u64, filter, b_bytes);
-            steps.gathers.push(Copy4d {
-                element_bytes: b_bytes,
+            steps.gathers.push(Copy4d::new(
+                b_bytes,
                 src,
                 dst,
-                extent: [problem.k, ph.rows.taps, ph.cols.taps, problem.c],
-            });
+                [problem.k, ph.rows.taps, ph.cols.taps, problem.c],
+            ));
         }
         let (rows, cols) = (
             window(&ph.rows, full.p as usize),
@@ -287,19 +287,19 @@ fn steps(info: &'static KernelInfo, staged: &Staged, c_given: bool, base: u64) -
         let staged_at = staged_view(problem, ph, full, out, cd_bytes);
         let covered = [problem.n, rows.covered, cols.covered, problem.c];
         if beta != 0.0 {
-            steps.gathers.push(Copy4d {
-                element_bytes: cd_bytes,
-                src: output_view(problem, ph, c, cd_bytes),
-                dst: staged_at,
-                extent: covered,
-            });
+            steps.gathers.push(Copy4d::new(
+                cd_bytes,
+                output_view(problem, ph, c, cd_bytes),
+                staged_at,
+                covered,
+            ));
         }
-        steps.scatters.push(Copy4d {
-            element_bytes: cd_bytes,
-            src: staged_at,
-            dst: output_view(problem, ph, d, cd_bytes),
-            extent: covered,
-        });
+        steps.scatters.push(Copy4d::new(
+            cd_bytes,
+            staged_at,
+            output_view(problem, ph, d, cd_bytes),
+            covered,
+        ));
         // Pixels past every filter window: below the covered rows, then right of the covered columns.
         if rows.covered < extent_r {
             steps

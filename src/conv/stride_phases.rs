@@ -419,12 +419,12 @@ pub(crate) unsafe fn launch_raw(
             })?;
         if at != PhaseFilter::Whole {
             let (src, dst) = filter_views(&problem, ph, full.ptr_b as u64, filter, element_bytes);
-            gathers.push(Copy4d {
+            gathers.push(Copy4d::new(
                 element_bytes,
                 src,
                 dst,
-                extent: [problem.k, ph.rows.taps, ph.cols.taps, problem.c],
-            });
+                [problem.k, ph.rows.taps, ph.cols.taps, problem.c],
+            ));
         }
         kernels.push((prepared, own_workspace));
     }

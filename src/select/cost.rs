@@ -61,6 +61,12 @@ pub const STAGING_LAUNCH_SECONDS: f64 = 3e-6;
 /// H100 for a transposing bf16 copy of 4096² (the tiled copy moves 2-byte elements one at a time).
 pub const STAGING_BYTES_PER_SECOND: f64 = 0.66e12;
 
+/// Bandwidth the 4-D copies of padded channels reach (bytes read + written per second), and what
+/// each of their launches costs beyond its bytes: fitted to an H100's padded convolutions timed
+/// whole and their kernels alone (1.4e12 and 5-10 µs).
+pub const PADDING_BYTES_PER_SECOND: f64 = 1.4e12;
+pub const PADDING_LAUNCH_SECONDS: f64 = 8e-6;
+
 /// Staged ways must be estimated this much faster than a direct one: their copies are only
 /// modelled.
 pub const STAGING_MARGIN: f64 = 1.25;

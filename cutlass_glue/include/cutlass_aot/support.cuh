@@ -155,12 +155,13 @@ struct cutlass_aot_view4 {
   int64_t strides[4];
 };
 
-// dst[i] = src[i] over `extent` (the stride phases of a strided dgrad: a sub-filter gathered out of
-// a filter).
+// dst[i] = src[i] over `extent`, zeros where i lies past `src_extent` (the stride phases of a
+// strided dgrad: a sub-filter gathered out of a filter; channels padded with zeros).
 struct cutlass_aot_copy4_args {
   cutlass_aot_view4 src;
   cutlass_aot_view4 dst;
   int64_t extent[4];
+  int64_t src_extent[4];
 };
 
 // Up to 16 such copies in one launch (blockIdx.y picks one): a strided dgrad's sub-filters, whose
@@ -183,24 +184,137 @@ struct cutlass_aot_scale4_args {
 
 namespace cutlass_aot_support {
 
-// Calls `body(offset_in_src, offset_in_dst)` for every element of `extent`, one thread per element
-// with a grid-stride loop (i3 fastest, so consecutive threads touch consecutive channels).
-template <typename Body>
-__device__ void for_each_4d(const cutlass_aot_view4& src, const cutlass_aot_view4& dst,
-                            const int64_t (&extent)[4], Body body) {
-  const int64_t total = extent[0] * extent[1] * extent[2] * extent[3];
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = e;
-    int64_t src_at = 0, dst_at = 0;
+// Splits `v` into mixed-radix digits of `extent` (digit 3 fastest); digit 0 takes the rest.
+__device__ __forceinline__ void digits_4d(int64_t v, const int64_t (&extent)[4], int64_t (&out)[4]) {
 #pragma unroll
-    for (int d = 3; d >= 0; --d) {
-      const int64_t i = rest % extent[d];
-      rest /= extent[d];
-      src_at += i * src.strides[d];
-      dst_at += i * dst.strides[d];
+  for (int d = 3; d >= 1; --d) {
+    out[d] = v % extent[d];
+    v /= extent[d];
+  }
+  out[0] = v;
+}
+
+__device__ __forceinline__ int64_t offset_4d(const cutlass_aot_view4& view, const int64_t (&at)[4]) {
+  return at[0] * view.strides[0] + at[1] * view.strides[1] + at[2] * view.strides[2] +
+         at[3] * view.strides[3];
+}
+
+// `at += by` in the mixed radix of `extent`: digits 1-3 stay under their extents, so each carries
+// at most 1; digit 0 takes the rest.
+__device__ __forceinline__ void advance_4d(int64_t (&at)[4], const int64_t (&by)[4],
+                                           const int64_t (&extent)[4]) {
+  int64_t carry = 0;
+#pragma unroll
+  for (int d = 3; d >= 1; --d) {
+    at[d] += by[d] + carry;
+    carry = at[d] >= extent[d] ? 1 : 0;
+    at[d] -= carry * extent[d];
+  }
+  at[0] += by[0] + carry;
+}
+
+// Calls `body(index)` for every unit of `units` (digit 3 fastest) from `first` on, `step` apart:
+// the caller's grid-stride loop. It divides once, then steps by adding the stride's digits with
+// carries: a division per element costs more than the copy of a 2-byte element it addresses.
+template <typename Body>
+__device__ void walk_4d(const int64_t (&units)[4], int64_t first, int64_t step, Body body) {
+  const int64_t total = units[0] * units[1] * units[2] * units[3];
+  if (first >= total) return;
+  int64_t at[4], by[4];
+  digits_4d(first, units, at);
+  digits_4d(step, units, by);
+  for (int64_t e = first; e < total; e += step) {
+    body(at);
+    advance_4d(at, by, units);
+  }
+}
+
+// Calls `body(index)` for every element of `extent`, one thread per element (i3 fastest, so
+// consecutive threads touch consecutive channels).
+template <typename Body>
+__device__ void for_each_4d(const int64_t (&extent)[4], Body body) {
+  walk_4d(extent, int64_t(blockIdx.x) * blockDim.x + threadIdx.x, int64_t(gridDim.x) * blockDim.x,
+          body);
+}
+
+// Whether row (at[0], at[1], at[2]) of a copy lies inside its source.
+__device__ __forceinline__ bool row_inside(const cutlass_aot_copy4_args& a, const int64_t (&at)[4]) {
+  return at[0] < a.src_extent[0] && at[1] < a.src_extent[1] && at[2] < a.src_extent[2];
+}
+
+// `copy_4d` for rows of 64 elements or more: a warp copies 256 consecutive elements of a row, lane
+// by lane, so both sides' accesses coalesce whatever their alignment.
+template <typename T>
+__device__ void copy_4d_wide_rows(const cutlass_aot_copy4_args& a) {
+  constexpr int V = 8;
+  const T* src = reinterpret_cast<const T*>(a.src.base);
+  T* dst = reinterpret_cast<T*>(a.dst.base);
+  const int64_t runs = (a.extent[3] + 32 * V - 1) / (32 * V);
+  const int64_t units[4] = {a.extent[0], a.extent[1], a.extent[2], runs};
+  const int lane = threadIdx.x % 32;
+  const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  walk_4d(units, warp, int64_t(gridDim.x) * blockDim.x / 32, [&](const int64_t(&at)[4]) {
+    const int64_t row[4] = {at[0], at[1], at[2], 0};
+    const int64_t c0 = at[3] * 32 * V + lane;
+    const T* from = src + offset_4d(a.src, row);
+    T* to = dst + offset_4d(a.dst, row);
+    const int64_t valid = row_inside(a, at) ? a.src_extent[3] : 0;
+    T value[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int64_t c = c0 + 32 * j;
+      value[j] = c < valid ? from[c * a.src.strides[3]] : T{};
     }
-    body(src_at, dst_at);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int64_t c = c0 + 32 * j;
+      if (c < a.extent[3]) to[c * a.dst.strides[3]] = value[j];
+    }
+  });
+}
+
+// `copy_4d` for narrow rows: a thread copies a chunk of 16 bytes of a row, with 16-byte loads and
+// stores wherever a side's chunk is whole, contiguous and aligned.
+template <typename T>
+__device__ void copy_4d_narrow_rows(const cutlass_aot_copy4_args& a) {
+  constexpr int V = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+  struct alignas(16) Chunk { T v[V]; };
+  const T* src = reinterpret_cast<const T*>(a.src.base);
+  T* dst = reinterpret_cast<T*>(a.dst.base);
+  const int64_t chunks[4] = {a.extent[0], a.extent[1], a.extent[2], (a.extent[3] + V - 1) / V};
+  for_each_4d(chunks, [&](const int64_t(&at)[4]) {
+    const int64_t row[4] = {at[0], at[1], at[2], 0};
+    const int64_t c0 = at[3] * V;
+    const T* from = src + offset_4d(a.src, row) + c0 * a.src.strides[3];
+    T* to = dst + offset_4d(a.dst, row) + c0 * a.dst.strides[3];
+    const int64_t valid = row_inside(a, at) ? min(a.src_extent[3] - c0, int64_t(V)) : 0;
+    const int64_t count = min(a.extent[3] - c0, int64_t(V));
+    Chunk chunk;
+    if (V > 1 && valid == V && a.src.strides[3] == 1 && uintptr_t(from) % 16 == 0) {
+      chunk = *reinterpret_cast<const Chunk*>(from);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) chunk.v[j] = j < valid ? from[j * a.src.strides[3]] : T{};
+    }
+    if (V > 1 && count == V && a.dst.strides[3] == 1 && uintptr_t(to) % 16 == 0) {
+      *reinterpret_cast<Chunk*>(to) = chunk;
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        if (j < count) to[j * a.dst.strides[3]] = chunk.v[j];
+      }
+    }
+  });
+}
+
+// `dst[i] = src[i]` over `a.extent`, zeros past `a.src_extent`; rows (dim 3) are walked in runs,
+// one index step per run instead of one per element.
+template <typename T>
+__device__ void copy_4d(const cutlass_aot_copy4_args& a) {
+  if (a.extent[3] >= 64) {
+    copy_4d_wide_rows<T>(a);
+  } else {
+    copy_4d_narrow_rows<T>(a);
   }
 }
 
@@ -221,11 +335,7 @@ template <> __device__ __forceinline__ float from_float<float>(float x) { return
   extern "C" __global__ void __launch_bounds__(256) cutlass_aot_copy4_b##BYTES(               \
       const cutlass_aot_copy4_batch_args batch) {                                              \
     if (blockIdx.y >= batch.count) return;                                                     \
-    const cutlass_aot_copy4_args& a = batch.copies[blockIdx.y];                                \
-    const T* src = reinterpret_cast<const T*>(a.src.base);                                     \
-    T* dst = reinterpret_cast<T*>(a.dst.base);                                                 \
-    cutlass_aot_support::for_each_4d(a.src, a.dst, a.extent,                                   \
-                                     [&](int64_t s, int64_t d) { dst[d] = src[s]; });          \
+    cutlass_aot_support::copy_4d<T>(batch.copies[blockIdx.y]);                                 \
   }
 
 CUTLASS_AOT_COPY4_ENTRY(1, uint8_t)
@@ -238,8 +348,9 @@ CUTLASS_AOT_COPY4_ENTRY(16, uint4)
 extern "C" __global__ void __launch_bounds__(256) cutlass_aot_zero4_b16(
     const cutlass_aot_scale4_args a) {
   uint4* dst = reinterpret_cast<uint4*>(a.dst.base);
-  cutlass_aot_support::for_each_4d(a.dst, a.dst, a.extent,
-                                   [&](int64_t, int64_t d) { dst[d] = make_uint4(0, 0, 0, 0); });
+  using namespace cutlass_aot_support;
+  for_each_4d(a.extent,
+              [&](const int64_t(&at)[4]) { dst[offset_4d(a.dst, at)] = make_uint4(0, 0, 0, 0); });
 }
 
 #define CUTLASS_AOT_SCALE4_ENTRY(NAME, T)                                                      \
@@ -249,8 +360,10 @@ extern "C" __global__ void __launch_bounds__(256) cutlass_aot_zero4_b16(
     const T* src = reinterpret_cast<const T*>(a.src.base);                                     \
     T* dst = reinterpret_cast<T*>(a.dst.base);                                                 \
     const float beta = static_cast<float>(a.beta);                                             \
-    for_each_4d(a.src, a.dst, a.extent, [&](int64_t s, int64_t d) {                            \
-      dst[d] = beta == 0.0f ? from_float<T>(0.0f) : from_float<T>(beta * to_float(src[s]));    \
+    for_each_4d(a.extent, [&](const int64_t(&at)[4]) {                                         \
+      const int64_t d = offset_4d(a.dst, at);                                                  \
+      dst[d] = beta == 0.0f ? from_float<T>(0.0f)                                              \
+                            : from_float<T>(beta * to_float(src[offset_4d(a.src, at)]));       \
     });                                                                                        \
   }
 
@@ -263,8 +376,9 @@ extern "C" __global__ void __launch_bounds__(256) cutlass_aot_scale4_f64(
     const cutlass_aot_scale4_args a) {
   const double* src = reinterpret_cast<const double*>(a.src.base);
   double* dst = reinterpret_cast<double*>(a.dst.base);
-  cutlass_aot_support::for_each_4d(a.src, a.dst, a.extent, [&](int64_t s, int64_t d) {
-    dst[d] = a.beta == 0.0 ? 0.0 : a.beta * src[s];
+  using namespace cutlass_aot_support;
+  for_each_4d(a.extent, [&](const int64_t(&at)[4]) {
+    dst[offset_4d(a.dst, at)] = a.beta == 0.0 ? 0.0 : a.beta * src[offset_4d(a.src, at)];
   });
 }
 
