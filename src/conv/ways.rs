@@ -10,7 +10,7 @@ use super::{Conv2dProblem, ConvOperands};
 use crate::dispatch as gemm_dispatch;
 use crate::gemm::GemmOperands;
 use crate::kernel::KernelInfo;
-use crate::model::{Api, ConvKind, SplitK, StrideSupport};
+use crate::model::{Api, ConvKind, IteratorAlgorithm, SplitK, StrideSupport};
 use crate::registry::Registry;
 use crate::select::cost::STAGING_MARGIN;
 use crate::select::{Candidate, Key, Piece, Row, Work};
@@ -159,18 +159,24 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
     Some(Work::single(Piece::new(m, n, k, 1), bytes))
 }
 
-/// The implicit GEMM's extent as `kernel` computes it: a CUTLASS 3.x kernel tiles K (fprop, dgrad)
-/// or N (wgrad) per filter position, so a channel count below the tile's pays for the whole tile
-/// at every tap.
+/// The implicit GEMM's extent as `kernel` computes it: CUTLASS 3.x kernels and 2.x kernels of the
+/// analytic and optimized iterators tile K (fprop, dgrad; 3.x wgrad: N) per filter position, so a
+/// channel count below the tile's pays for the whole tile at every tap (CUTLASS's
+/// `implicit_gemm_k_iterations`); the fixed-, few-channel and first-layer kernels pack the taps.
 fn padded_extent(
     kernel: &KernelInfo,
     problem: &Conv2dProblem,
     (m, n, k): (usize, usize, usize),
 ) -> (usize, usize, usize) {
-    if kernel.api() != Api::Cutlass3x {
+    let (tile_n, tile_k) = (kernel.tile().n.max(1) as usize, kernel.tile().k.max(1) as usize);
+    let per_tap = match kernel.operation.conv().map(|c| c.iterator) {
+        _ if kernel.api() == Api::Cutlass3x => true,
+        Some(IteratorAlgorithm::Analytic | IteratorAlgorithm::Optimized) => problem.kind != ConvKind::Wgrad,
+        _ => false,
+    };
+    if !per_tap {
         return (m, n, k);
     }
-    let (tile_n, tile_k) = (kernel.tile().n.max(1) as usize, kernel.tile().k.max(1) as usize);
     match problem.kind {
         ConvKind::Fprop | ConvKind::Dgrad => (m, n, problem.k_tiles_3x(tile_k) * tile_k),
         ConvKind::Wgrad => (m, problem.c.div_ceil(tile_n) * tile_n * problem.r * problem.s, k),
