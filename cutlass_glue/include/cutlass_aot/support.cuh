@@ -1,13 +1,13 @@
 // Support kernels of the runtime (no CUTLASS): the strided copies that stage an operand no kernel
 // can read as it lies (a misaligned address or leading dimension, a layout no kernel takes) into an
 // aligned workspace copy, the 3xTF32 split of f32 operands for Hopper's TF32 kernels, and the 4-D
-// copy and scale of the stride phases of a strided dgrad.
+// copy and scale of the stride phases of a strided dgrad and of padded conv channels.
 //
 // Every kernel takes one struct by value (the runtime checks its size against the driver's) and
 // loops grid-stride, so any extent works with any grid: the 2-D ones over 32x32 tiles of a batch
-// of matrices, the 4-D ones over single elements. A tile goes through shared memory: the reads are coalesced along the
-// source's contiguous dimension and the writes along the destination's, so a transposing copy is
-// as fast as a straight one.
+// of matrices, the 4-D copy over runs of rows, the 4-D scale over single elements. A 2-D tile
+// goes through shared memory: the reads are coalesced along the source's contiguous dimension and
+// the writes along the destination's, so a transposing copy is as fast as a straight one.
 #pragma once
 
 #include <stdint.h>
