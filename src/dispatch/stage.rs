@@ -3,8 +3,8 @@
 //! Kernels take fixed layouts and read their operands in vectors (8 f16 elements: 16 bytes), so a
 //! K of 700, a leading dimension of 1001, an offset view 2 bytes off, or a layout combination the
 //! build has no kernel for is refused by every kernel. Dispatch then *stages* the operands that
-//! stand in the way: each is copied (by the runtime's tiled copy kernel, transposing where the
-//! layout differs) into a packed buffer of the workspace in the layout a kernel takes, with its
+//! stand in the way: each is copied (by the runtime's tiled copy kernel where the layout differs,
+//! its row copy where it does not) into a packed buffer of the workspace in the layout a kernel takes, with its
 //! contiguous extent padded to 16 bytes. The copy writes the padding as zeros: a K padded this way
 //! adds nothing to the products; an M or N padded this way only adds rows or columns of the staged
 //! D, which are not copied back.

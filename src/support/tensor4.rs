@@ -1,164 +1,12 @@
-//! The runtime's own support kernels (`cutlass_glue/include/cutlass_aot/support.cuh`, built into
-//! this crate's image `IMAGE_SUPPORT`): strided, possibly transposing copies of a batch of matrices
-//! (to stage an operand no kernel can read as it lies), the 3xTF32 split of f32 operands, and the
-//! 4-D copy and scale of a strided dgrad's stride phases (`conv::stride_phases`) and of padded
-//! channels (`conv::padded`).
-//!
-//! The 2-D ones walk 32×32 tiles, the 4-D copy 16-byte chunks of rows, the 4-D scale single
-//! elements, with a grid-stride loop, so any extent runs on a grid sized for the device.
+//! The 4-D support kernels: copies (stride phases gathered and scattered, channels padded with
+//! zeros) and scales (`beta·C` fills) over strided tensor views.
 
-use std::ffi::{c_void, CStr};
-use std::mem::size_of;
+use std::ffi::CStr;
 
-use cudarc::driver::{result, sys, CudaStream};
+use cudarc::driver::{sys, CudaStream};
 
+use super::launch_with;
 use crate::error::Error;
-
-/// Where element (batch, row, col) of a matrix lies: `base + (batch·batch_stride + row·row_stride
-/// + col·col_stride) · element size` (the ABI's `cutlass_aot_view`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct View {
-    pub base: u64,
-    pub row_stride: i64,
-    pub col_stride: i64,
-    pub batch_stride: i64,
-}
-
-impl View {
-    /// A matrix of `layout` with leading dimension `ld` (batch stride 0: one matrix for every batch).
-    pub fn strided(base: u64, layout: crate::model::Layout, ld: usize, batch_stride: usize) -> Self {
-        let ld = ld as i64;
-        let (row_stride, col_stride) = match layout {
-            crate::model::Layout::Column => (1, ld),
-            _ => (ld, 1),
-        };
-        View {
-            base,
-            row_stride,
-            col_stride,
-            batch_stride: batch_stride as i64,
-        }
-    }
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct CopyArgs {
-    src: View,
-    dst: View,
-    rows: i64,
-    cols: i64,
-    batch: i64,
-    dst_rows: i64,
-    dst_cols: i64,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct SplitArgs {
-    src: View,
-    dst: View,
-    rows: i64,
-    cols: i64,
-    batch: i64,
-    part_stride: i64,
-    small_parts: i32,
-    reserved: i32,
-}
-
-/// `rows × cols × batch` elements of `element_bytes` bytes each, from `src` to `dst`; a larger
-/// destination (`dst_rows × dst_cols`) is padded with zeros.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Copy2d {
-    pub element_bytes: usize,
-    pub src: View,
-    pub dst: View,
-    pub rows: usize,
-    pub cols: usize,
-    pub batch: usize,
-    pub dst_rows: usize,
-    pub dst_cols: usize,
-}
-
-impl Copy2d {
-    /// Enqueues the copy (nothing when it is empty).
-    ///
-    /// # Safety
-    /// Both views must address device memory holding every element they name; the stream's context
-    /// must be current.
-    pub unsafe fn enqueue(&self, stream: &CudaStream) -> Result<(), Error> {
-        if self.dst_rows == 0 || self.dst_cols == 0 || self.batch == 0 {
-            return Ok(());
-        }
-        let entry: &'static CStr = match self.element_bytes {
-            1 => c"cutlass_aot_copy_b1",
-            2 => c"cutlass_aot_copy_b2",
-            4 => c"cutlass_aot_copy_b4",
-            8 => c"cutlass_aot_copy_b8",
-            other => {
-                return Err(Error::invalid(
-                    "staging copy",
-                    format!("elements of {other} bytes cannot be copied (1, 2, 4 or 8)"),
-                ))
-            }
-        };
-        let args = CopyArgs {
-            src: self.src,
-            dst: self.dst,
-            rows: self.rows as i64,
-            cols: self.cols as i64,
-            batch: self.batch as i64,
-            dst_rows: self.dst_rows as i64,
-            dst_cols: self.dst_cols as i64,
-        };
-        unsafe { launch(stream, entry, &args, (self.dst_rows, self.dst_cols, self.batch)) }
-    }
-}
-
-/// The 3xTF32 split of an f32 matrix: each element becomes big = tf32(x) and small = tf32(x − big),
-/// written to three parts `part_stride` elements apart; part p holds small where bit p of
-/// `small_parts` is set, big elsewhere.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SplitTf32 {
-    pub src: View,
-    pub dst: View,
-    pub rows: usize,
-    pub cols: usize,
-    pub batch: usize,
-    pub part_stride: usize,
-    pub small_parts: u32,
-}
-
-impl SplitTf32 {
-    /// Enqueues the split (nothing when it is empty).
-    ///
-    /// # Safety
-    /// As [`Copy2d::enqueue`], for `src` and the three parts of `dst`.
-    pub unsafe fn enqueue(&self, stream: &CudaStream) -> Result<(), Error> {
-        if self.rows == 0 || self.cols == 0 || self.batch == 0 {
-            return Ok(());
-        }
-        let args = SplitArgs {
-            src: self.src,
-            dst: self.dst,
-            rows: self.rows as i64,
-            cols: self.cols as i64,
-            batch: self.batch as i64,
-            part_stride: self.part_stride as i64,
-            small_parts: self.small_parts as i32,
-            reserved: 0,
-        };
-        unsafe {
-            launch(
-                stream,
-                c"cutlass_aot_split_tf32",
-                &args,
-                (self.rows, self.cols, self.batch),
-            )
-        }
-    }
-}
 
 /// A 4-D tensor view: element `i` lies at `base + Σ i_d·strides[d]` elements (the ABI's
 /// `cutlass_aot_view4`; strides may be negative).
@@ -405,7 +253,7 @@ impl Scale4d {
 /// threads a block, one element a thread.
 ///
 /// # Safety
-/// As [`launch`].
+/// As [`super::launch_with`].
 unsafe fn launch_elements<T>(
     stream: &CudaStream,
     on: sys::CUstream,
@@ -419,77 +267,6 @@ unsafe fn launch_elements<T>(
     }
     // Blocks of 256 threads, at most 16 per SM: the kernels loop over the rest.
     unsafe { launch_with(stream, on, entry, args, elements.div_ceil(256), (256, 1, 1), 1) }
-}
-
-/// Launches support kernel `entry` with `args` over 32×32 tiles of `(rows, cols, batch)`.
-///
-/// # Safety
-/// `T` must be the kernel's argument struct; the stream's context must be current.
-unsafe fn launch<T>(
-    stream: &CudaStream,
-    entry: &'static CStr,
-    args: &T,
-    (rows, cols, batch): (usize, usize, usize),
-) -> Result<(), Error> {
-    let tiles = rows.div_ceil(32) * cols.div_ceil(32) * batch;
-    unsafe { launch_with(stream, stream.cu_stream(), entry, args, tiles, (32, 8, 1), 1) }
-}
-
-/// Launches support kernel `entry` with `args` on `on` (a stream of `stream`'s context) on up to
-/// `work` blocks of `block` threads (times `grid_y`, a batch): enough to fill the device several
-/// times over; the kernels loop over the rest.
-///
-/// # Safety
-/// As [`launch`].
-unsafe fn launch_with<T>(
-    stream: &CudaStream,
-    on: sys::CUstream,
-    entry: &'static CStr,
-    args: &T,
-    work: usize,
-    block: (u32, u32, u32),
-    grid_y: u32,
-) -> Result<(), Error> {
-    const WHO: &str = "support kernels";
-    let image = &crate::kernels::IMAGE_SUPPORT;
-    let function = image.function(stream.context(), entry, WHO, 0)?;
-    if function.param_bytes != size_of::<T>() {
-        return Err(Error::AbiMismatch {
-            kernel: WHO,
-            message: format!(
-                "{entry:?} takes {} bytes of arguments, the host passes {}",
-                function.param_bytes,
-                size_of::<T>()
-            ),
-        });
-    }
-    let device = crate::device::props(stream.context())?;
-    let blocks = work.min(device.multiprocessors as usize * 16).max(1) as u32;
-    let mut params = [args as *const T as *mut c_void];
-    unsafe {
-        result::launch_kernel(
-            function.function.cu_function(),
-            (blocks, grid_y.max(1), 1),
-            block,
-            0,
-            on,
-            &mut params,
-        )
-    }
-    .map_err(Error::driver("launching a support kernel"))
-}
-
-/// Enqueues zeros over `bytes` bytes at `address`.
-///
-/// # Safety
-/// `address..address + bytes` must be device memory; the stream's context must be current.
-pub(crate) unsafe fn zero(stream: &CudaStream, address: sys::CUdeviceptr, bytes: usize) -> Result<(), Error> {
-    if bytes == 0 {
-        return Ok(());
-    }
-    unsafe { sys::cuMemsetD8Async(address, 0, bytes, stream.cu_stream()) }
-        .result()
-        .map_err(Error::driver("clearing staging memory"))
 }
 
 #[cfg(test)]
