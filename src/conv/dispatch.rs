@@ -255,16 +255,7 @@ pub unsafe fn launch_on(
         // SAFETY: as the caller promised for `operands`.
         return unsafe { super::launch_raw(kernel, stream, &ops, workspace) };
     }
-    let (_, gemm) = as_gemm(problem, operands).ok_or_else(|| {
-        Error::invalid(
-            kernel.name,
-            "a GEMM kernel runs only 1x1, unpadded, unit-stride convolutions (as a matrix product)",
-        )
-    })?;
-    let gemm = GemmOperands {
-        split_k_slices: slices,
-        ..gemm
-    };
+    let gemm = gemm_operands(kernel, slices, problem, operands)?;
     // SAFETY: the GEMM operands are the caller's buffers viewed as matrices of the same elements.
     unsafe { crate::gemm::launch_raw_in(kernel, stream, &gemm, Default::default(), workspace) }
 }
@@ -345,15 +336,30 @@ pub fn workspace_bytes(
             super::workspace_bytes(kernel, &ops, device)
         }
         ConvWay::AsGemm => {
-            let (_, gemm) = as_gemm(problem, operands)
-                .ok_or_else(|| Error::invalid(kernel.name, "a GEMM kernel runs only 1x1 convolutions"))?;
-            let gemm = GemmOperands {
-                split_k_slices: slices,
-                ..gemm
-            };
+            let gemm = gemm_operands(kernel, slices, problem, operands)?;
             crate::gemm::workspace_bytes(kernel, &gemm, device)
         }
     }
+}
+
+/// The GEMM operands GEMM `kernel` runs `problem` with at `slices` split-K slices ([`as_gemm`]);
+/// an error if the problem is not a plain matrix product.
+fn gemm_operands(
+    kernel: &KernelInfo,
+    slices: usize,
+    problem: &Conv2dProblem,
+    operands: &ConvOperands,
+) -> Result<GemmOperands, Error> {
+    let (_, gemm) = as_gemm(problem, operands).ok_or_else(|| {
+        Error::invalid(
+            kernel.name,
+            "a GEMM kernel runs only 1x1, unpadded, unit-stride convolutions (as a matrix product)",
+        )
+    })?;
+    Ok(GemmOperands {
+        split_k_slices: slices,
+        ..gemm
+    })
 }
 
 /// `problem` with the device's compute capability and the operands' addresses, as the support

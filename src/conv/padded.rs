@@ -1,7 +1,7 @@
 //! Convolutions whose channel counts no 16-byte access divides, run on kernels of 16-byte accesses
-//! with the channels padded: C and K rounded up to whole 16 bytes, each operand whose extents
-//! change copied into the workspace with zeros written in the padding, and an output whose extents change
-//! computed there and copied back. Zero channels add nothing to any sum, so the result is exact.
+//! with the channels padded: C and K rounded up to whole 16 bytes (or 8, for the kernels that read
+//! 4 channels of 16-bit elements), each operand whose extents change copied into the workspace with
+//! zeros written in the padding, and an output whose extents change computed there and copied back. Zero channels add nothing to any sum, so the result is exact.
 //! Dispatch weighs this way against the narrow-alignment kernels ([`super::ways`]): the kernel's
 //! time on the padded problem plus the copies at their measured bandwidth.
 
@@ -134,6 +134,22 @@ impl Staging {
         }
     }
 
+    /// Bytes of workspace `kernel` with `slices` split-K slices needs of its own on the staged
+    /// operands (after the staged tensors).
+    fn kernel_bytes(
+        &self,
+        kernel: &'static KernelInfo,
+        slices: usize,
+        operands: &ConvOperands,
+        device: &DeviceProps,
+    ) -> Result<usize, Error> {
+        let ops = ConvOperands {
+            split_k_slices: slices,
+            ..self.operands(operands, STAGED_ADDRESS)
+        };
+        super::workspace_bytes(kernel, &ops, device)
+    }
+
     /// Seconds the copies take: inputs copied in (padding written as zeros), the output out.
     fn seconds(&self) -> f64 {
         let size =
@@ -175,17 +191,13 @@ pub(crate) fn workspace_bytes(
     device: &DeviceProps,
 ) -> Result<usize, Error> {
     let staging = Staging::of(problem, padding).map_err(|m| Error::invalid(kernel.name, m))?;
-    let ops = ConvOperands {
-        split_k_slices: slices,
-        ..staging.operands(operands, STAGED_ADDRESS)
-    };
-    Ok(staging.staged_bytes + super::workspace_bytes(kernel, &ops, device)?)
+    Ok(staging.staged_bytes + staging.kernel_bytes(kernel, slices, operands, device)?)
 }
 
 /// Runs `operands` on `kernel` with `slices` split-K slices and the channels padded to `padding`:
-/// staged inputs copied in with zeros in the padding, C copied where D is computed (where beta reads it), the
-/// kernel, the output copied out — all on `stream`, scratch memory from `workspace` when given,
-/// else the per-stream cache.
+/// staged inputs copied in with zeros in the padding, C copied where D is computed (where beta
+/// reads it), the kernel, the output copied out — all on `stream`, scratch memory from
+/// `workspace` when given, else the per-stream cache.
 ///
 /// # Safety
 /// As [`super::launch_raw`].
@@ -201,10 +213,9 @@ pub(crate) unsafe fn launch(
     let device = crate::device::props(stream.context())?;
     let staging = Staging::of(problem, padding).map_err(|m| Error::invalid(kernel.name, m))?;
     // Exactly what `workspace_bytes` says: a plan's workspace is that size.
-    let bytes = workspace_bytes(kernel, slices, problem, operands, padding, &device)?;
-    let kernel_bytes = bytes - staging.staged_bytes;
+    let kernel_bytes = staging.kernel_bytes(kernel, slices, operands, &device)?;
     let mut scratch = Scratch::of(stream, workspace)?;
-    let (base, _) = scratch.at_least(stream, bytes)?;
+    let (base, _) = scratch.at_least(stream, staging.staged_bytes + kernel_bytes)?;
     let ops = ConvOperands {
         split_k_slices: slices,
         ..staging.operands(operands, base)

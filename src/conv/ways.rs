@@ -25,7 +25,8 @@ pub enum ConvWay {
     Direct,
     /// A GEMM kernel over the tensors viewed as matrices ([`as_gemm`]).
     AsGemm,
-    /// A conv kernel on the problem with its channels padded to whole 16 bytes ([`super::padded`]).
+    /// A conv kernel on the problem with its channels padded to whole 16 (or 8) bytes
+    /// ([`super::padded`]).
     Padded(Padding),
 }
 

@@ -305,11 +305,13 @@ mod tests {
                 [2, 9, 9, 8],
             )
         };
-        let (bytes, args, _) = copy4_args(&channels);
+        let (bytes, args, threads) = copy4_args(&channels);
         assert_eq!(
             (bytes, args.extent, args.src_extent),
             (2, [2, 9, 9, 8], [2, 9, 9, 3])
         );
+        // A row of 8 is one 16-byte chunk: a thread a row.
+        assert_eq!(threads, 2 * 9 * 9);
         assert_eq!(args.src.strides, [243, 27, 3, 1]);
     }
 
