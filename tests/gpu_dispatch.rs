@@ -1,7 +1,8 @@
 //! GPU suite of `dispatch`: every problem torch.matmul accepts runs, whatever its shape, layouts,
 //! leading dimensions, batch strides or element offset, and matches an f64 host reference;
 //! empty problems and K = 0 behave as in BLAS; a caller's workspace is used and a too-small one is
-//! refused; f32 problems keep f32 accuracy unless TF32 is allowed.
+//! refused; f32 problems keep f32 accuracy unless TF32 is allowed; the skinny kernels compute every
+//! layout, type, batch and split of K.
 //!
 //! Where no NVIDIA driver or device exists, every test is reported as *ignored* with the reason.
 
@@ -9,7 +10,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 use cutlass_aot::dispatch::{self, Options, Policy, Signature};
+use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{DType, Layout};
+use cutlass_aot::select::{Row, Table};
 use cutlass_aot::verify::{self, HostMatrix};
 use cutlass_aot::verify::{is_poison, poison};
 use cutlass_aot::{GemmOperands, MatrixShape, Operand, Workspace};
@@ -80,6 +83,36 @@ const CASES: &[Case] = &[
         ..case("k0_beta", (40, 24, 0, 2))
     },
     case("k0_no_c", (17, 9, 0, 1)),
+];
+
+/// Skinny products (at most 16 columns as given or transposed), run on the skinny kernels at the
+/// given split of K whatever dispatch would pick (a table that times that way fastest).
+const SKINNY_CASES: &[(Case, &[usize])] = &[
+    (
+        Case {
+            beta: 0.5,
+            pad: 3,
+            offset: 1,
+            ..case("skinny_m3", (3, 700, 1501, 1))
+        },
+        &[1, 8],
+    ),
+    (
+        Case {
+            slack: 5,
+            broadcast_b: true,
+            ..case("skinny_n5_batched", (900, 5, 333, 3))
+        },
+        &[1, 2],
+    ),
+    (
+        Case {
+            beta: -1.0,
+            ..case("skinny_n16_deep", (301, 16, 4099, 1))
+        },
+        &[1, 64],
+    ),
+    (case("skinny_m1", (1, 1000, 77, 1)), &[1, 2]),
 ];
 
 /// A host matrix with `pad` extra elements per line and `slack` extra elements between batches.
@@ -165,14 +198,51 @@ fn tolerance(dtype: DType, policy: Policy) -> f64 {
     }
 }
 
-/// Runs `case` with `dtype` operands in layouts `(la, lb, lc)` through `dispatch::launch_raw` and
-/// checks every element of D against the reference, and that nothing outside D was written.
+/// A table that times the skinny way of `operands` at `slices` fastest by far (any orientation):
+/// dispatch takes it. Err where there is no such way.
+fn forcing_skinny(
+    ctx: &Arc<CudaContext>,
+    signature: Signature,
+    operands: &GemmOperands,
+    slices: usize,
+) -> Result<Vec<Table>, Failed> {
+    let device = cutlass_aot::device::props(ctx)?;
+    let ways = dispatch::ways(&REGISTRY, signature, operands, &device, Policy::default());
+    let forced = |w: &cutlass_aot::select::Candidate<dispatch::GemmWay>| {
+        dispatch::skinny::elements_of(w.kernel).is_some() && w.split_k == slices
+    };
+    if !ways.iter().any(forced) {
+        return Err(format!("no skinny way at split {slices}").into());
+    }
+    let rows: Vec<Row> = ways
+        .iter()
+        .map(|w| {
+            Row::new(
+                w.key,
+                w.kernel,
+                w.split_k,
+                Default::default(),
+                if forced(w) { 1.0 } else { 1e3 },
+            )
+        })
+        .collect();
+    Ok(vec![Table::new(
+        device.name,
+        "test",
+        Box::leak(rows.into_boxed_slice()),
+    )])
+}
+
+/// Runs `case` with `dtype` operands in layouts `(la, lb, lc)` through `dispatch::launch_raw` (or,
+/// with `skinny_slices`, on the skinny kernel at that split) and checks every element of D against
+/// the reference, and that nothing outside D was written.
 fn run(
     ctx: &Arc<CudaContext>,
     dtype: DType,
     [la, lb, lc]: [Layout; 3],
     c: Case,
     policy: Policy,
+    skinny_slices: Option<usize>,
 ) -> Result<(), Failed> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
     let batch_b = if c.broadcast_b { 1 } else { c.batch };
@@ -218,9 +288,30 @@ fn run(
         policy,
         workspace: None,
     };
+    let forcing = match skinny_slices {
+        Some(slices) => forcing_skinny(ctx, signature, &operands, slices)?,
+        None => Vec::new(),
+    };
+    let tables: &[Table] = if skinny_slices.is_some() {
+        &forcing
+    } else {
+        cutlass_aot::kernels::TABLES
+    };
     // SAFETY: live buffers of `dtype` holding every element their shapes name.
-    let ran = unsafe { dispatch::launch_raw(&stream, signature, &operands, options) }
+    let ran = unsafe { dispatch::launch_raw_with(&REGISTRY, tables, &stream, signature, &operands, options) }
         .map_err(|e| format!("dispatch refused: {e}"))?;
+    if let Some(slices) = skinny_slices {
+        let skinny = ran
+            .kernel
+            .is_some_and(|k| dispatch::skinny::elements_of(k).is_some());
+        if !skinny || ran.split_k != slices {
+            return Err(format!(
+                "forced onto the skinny kernel at split {slices}, ran {}",
+                ran.describe()
+            )
+            .into());
+        }
+    }
     stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
     let out = dd.download(&stream)?;
     let out = &out[c.offset..];
@@ -388,8 +479,24 @@ fn main() {
                         let name = format!("{dtype}_{}{}{}_{}", letter(la), letter(lb), letter(lc), c.name);
                         add(
                             name,
-                            Box::new(move |ctx| run(ctx, dtype, [la, lb, lc], c, Policy::default())),
+                            Box::new(move |ctx| run(ctx, dtype, [la, lb, lc], c, Policy::default(), None)),
                         );
+                    }
+                    for &(c, splits) in SKINNY_CASES {
+                        let layouts = [la, lb, lc];
+                        let name = format!("{dtype}_{}{}{}_{}", letter(la), letter(lb), letter(lc), c.name);
+                        add(
+                            name.clone(),
+                            Box::new(move |ctx| run(ctx, dtype, layouts, c, Policy::default(), None)),
+                        );
+                        for &slices in splits {
+                            add(
+                                format!("{name}_forced_split_{slices}"),
+                                Box::new(move |ctx| {
+                                    run(ctx, dtype, layouts, c, Policy::default(), Some(slices))
+                                }),
+                            );
+                        }
                     }
                 }
             }
@@ -405,6 +512,7 @@ fn main() {
                     [Layout::Row, Layout::Column, Layout::Row],
                     c,
                     Policy { allow_tf32: true },
+                    None,
                 )
             }),
         );

@@ -239,7 +239,14 @@ fn gemm_plan_in(
     let device = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
     let tables = match force {
         Some((name, split)) => {
-            let kernel = REGISTRY.by_name(name).ok_or(format!("no kernel {name}"))?;
+            let skinny = dispatch::skinny::KERNELS
+                .iter()
+                .map(|(k, ..)| *k)
+                .find(|k| k.rust_name == name);
+            let kernel = REGISTRY
+                .by_name(name)
+                .or(skinny)
+                .ok_or(format!("no kernel {name}"))?;
             table_forcing(&case, kernel, split, &device)
         }
         None => Vec::new(),
@@ -627,6 +634,25 @@ fn main() {
             Box::new(move |c| gemm_plan(c, dtype, (256, 256, 2048), 0.0, Some((name, 4)))),
         );
     }
+    // The skinny kernels, split (partial sums in the plan's workspace, then the reduction).
+    add(
+        "gemm_plan_skinny_dot_split",
+        Box::new(|c| gemm_plan(c, DType::F16, (1000, 7, 3001), 0.5, Some(("skinny_dot_f16", 8)))),
+    );
+    add(
+        "gemm_plan_skinny_axpy_split",
+        Box::new(|c| {
+            let layouts = [Layout::Column, Layout::Row, Layout::Row];
+            gemm_plan_in(
+                c,
+                DType::Bf16,
+                layouts,
+                (2049, 3, 999),
+                0.0,
+                Some(("skinny_axpy_bf16", 4)),
+            )
+        }),
+    );
     add(
         "conv_plan_fprop",
         Box::new(|c| conv_plan(c, ConvKind::Fprop, 1, Force::Nothing, (32, 48))),

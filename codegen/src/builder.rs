@@ -92,6 +92,10 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
         "cutlass_aot/support.cuh",
         include_str!("../cutlass_glue/include/cutlass_aot/support.cuh"),
     ),
+    (
+        "cutlass_aot/skinny.cuh",
+        include_str!("../cutlass_glue/include/cutlass_aot/skinny.cuh"),
+    ),
 ];
 
 /// Builds the kernels of one manifest into a crate.

@@ -25,6 +25,7 @@ pub mod candidates;
 mod memo;
 mod plan;
 mod refusal;
+pub mod skinny;
 pub mod stage;
 
 pub use candidates::GemmWay;
@@ -384,8 +385,10 @@ pub fn select(
     })
 }
 
-/// Every way to run `operands` (checked by [`validate`]) on `device`: direct ones where K > 0, and
-/// staged ones. What [`decide`] ranks, and what the sweep (`examples/select_sweep.rs`) times.
+/// Every way to run `operands` (checked by [`validate`]) on `device`: direct ones where K > 0,
+/// staged ones, and the skinny kernels where the product (or its transpose) has at most 16
+/// columns ([`skinny`]). What [`decide`] ranks, and what the sweep (`examples/select_sweep.rs`)
+/// times.
 pub fn ways(
     registry: &Registry,
     signature: Signature,
@@ -406,6 +409,7 @@ pub fn ways(
         device.compute_capability,
         policy,
     ));
+    ways.extend(skinny::ways(signature, operands, device, policy));
     ways
 }
 
@@ -440,6 +444,10 @@ pub unsafe fn launch_raw_with(
         decide(registry, table, signature, operands, &device, options.policy)?;
     let kernel = selection.kernel;
     let staged = match &staging {
+        None if skinny::elements_of(kernel).is_some() => {
+            unsafe { skinny::launch(stream, &selection, signature, operands, options.workspace) }?;
+            Vec::new()
+        }
         None => {
             unsafe {
                 gemm::launch_raw_in(
@@ -507,6 +515,9 @@ pub fn workspace_bytes(
     let registry = &crate::kernels::REGISTRY;
     let Decision { selection, staging } = decide(registry, table, signature, operands, &device, policy)?;
     match &staging {
+        None if skinny::elements_of(selection.kernel).is_some() => {
+            Ok(skinny::workspace_bytes(&selection, operands))
+        }
         None => gemm::workspace_bytes(selection.kernel, &selection.kernel_operands(operands), &device),
         Some(plan) => {
             let kernel = gemm::workspace_bytes(

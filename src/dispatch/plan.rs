@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::stage::StagePlan;
-use super::{decide, is_empty, validate, Decision, Dispatched, Policy, Signature};
+use super::{decide, is_empty, skinny, validate, Decision, Dispatched, Policy, Signature};
 use crate::device::DeviceProps;
 use crate::error::Error;
 use crate::gemm::{self, GemmOperands, PreparedGemm};
@@ -40,7 +40,8 @@ struct Ready {
     base: u64,
     /// Bytes of the kernel's own workspace at `base`; staged operands follow it.
     kernel_bytes: usize,
-    prepared: PreparedGemm,
+    /// The CUTLASS kernel's Params (`None` for a skinny kernel: its arguments are built per launch).
+    prepared: Option<PreparedGemm>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -99,12 +100,16 @@ impl Plan {
             .context()
             .bind_to_thread()
             .map_err(Error::driver("binding the context"))?;
-        let kernel = ready.decision.selection.kernel;
+        let selection = &ready.decision.selection;
+        let Some(prepared) = &ready.prepared else {
+            let product = skinny::launch_of(selection, self.signature, operands, ready.base)?;
+            return unsafe { product.enqueue(stream) };
+        };
         let stage_base = ready.base + ready.kernel_bytes as u64;
         if let Some(staging) = &ready.decision.staging {
             unsafe { staging.enqueue_before(stream, stage_base)? };
         }
-        unsafe { gemm::enqueue_gemm(kernel, stream, &self.device, &ready.prepared, ready.base)? };
+        unsafe { gemm::enqueue_gemm(selection.kernel, stream, &self.device, prepared, ready.base)? };
         if let Some(staging) = &ready.decision.staging {
             unsafe { staging.enqueue_after(stream, stage_base)? };
         }
@@ -138,6 +143,27 @@ impl Plan {
     }
 }
 
+/// Bytes of the kernel's own workspace (a skinny kernel's partial sums), whole 256-byte blocks.
+fn kernel_workspace_bytes(
+    decision: &Decision,
+    operands: &GemmOperands,
+    device: &DeviceProps,
+) -> Result<usize, Error> {
+    let selection = &decision.selection;
+    if skinny::elements_of(selection.kernel).is_some() {
+        return Ok(skinny::workspace_bytes(selection, operands).next_multiple_of(256));
+    }
+    // The kernel's workspace depends on extents and tiles, not on addresses: ask with a stand-in
+    // base (aligned like a real one); staged operands go behind it.
+    const STAND_IN: u64 = 1 << 40;
+    let probe_operands = match &decision.staging {
+        Some(staging) => selection.kernel_operands(&staging.at(STAND_IN)),
+        None => selection.kernel_operands(operands),
+    };
+    let probe = gemm::tuned_plan(selection.kernel, &probe_operands, device, selection.tuning)?;
+    Ok((selection.kernel.workspace_bytes(&probe)? as usize).next_multiple_of(256))
+}
+
 fn layouts_of(plan: &StagePlan) -> [crate::model::Layout; 3] {
     let s = plan.signature;
     [s.layout_a, s.layout_b, s.layout_c]
@@ -167,15 +193,19 @@ fn same_shapes(planned: &GemmOperands, given: &GemmOperands) -> Result<(), Error
     ))
 }
 
-/// The Params of `decision`'s kernel on `operands`, with the plan's memory at `base`.
+/// The Params of `decision`'s kernel on `operands`, with the plan's memory at `base` (`None` for a
+/// skinny kernel, which takes no Params).
 fn prepare(
     decision: &Decision,
     operands: &GemmOperands,
     device: &DeviceProps,
     base: u64,
     kernel_bytes: usize,
-) -> Result<PreparedGemm, Error> {
+) -> Result<Option<PreparedGemm>, Error> {
     let selection = &decision.selection;
+    if skinny::elements_of(selection.kernel).is_some() {
+        return Ok(None);
+    }
     let kernel_operands = match &decision.staging {
         Some(staging) => selection.kernel_operands(&staging.at(base + kernel_bytes as u64)),
         None => selection.kernel_operands(operands),
@@ -183,7 +213,7 @@ fn prepare(
     let mut args = gemm::tuned_plan(selection.kernel, &kernel_operands, device, selection.tuning)?;
     args.workspace = base as *mut std::ffi::c_void;
     args.workspace_capacity = kernel_bytes as u64;
-    gemm::prepare_gemm(selection.kernel, &args)
+    gemm::prepare_gemm(selection.kernel, &args).map(Some)
 }
 
 /// A plan for `operands` over `registry` and `tables` (see [`plan`]).
@@ -217,15 +247,7 @@ pub unsafe fn plan_raw(
             "dispatch never picks a 3xTF32-by-splitting kernel; a plan cannot hold one",
         ));
     }
-    // The kernel's workspace depends on extents and tiles, not on addresses: ask with a stand-in
-    // base (aligned like a real one); staged operands go behind it.
-    const STAND_IN: u64 = 1 << 40;
-    let probe_operands = match &decision.staging {
-        Some(staging) => selection.kernel_operands(&staging.at(STAND_IN)),
-        None => selection.kernel_operands(operands),
-    };
-    let probe = gemm::tuned_plan(selection.kernel, &probe_operands, &device, selection.tuning)?;
-    let kernel_bytes = (selection.kernel.workspace_bytes(&probe)? as usize).next_multiple_of(256);
+    let kernel_bytes = kernel_workspace_bytes(&decision, operands, &device)?;
     let staging_bytes = decision.staging.as_ref().map_or(0, |s| s.bytes);
     let total = kernel_bytes + staging_bytes;
     let (memory, base) = if total > 0 {

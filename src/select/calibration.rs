@@ -32,6 +32,8 @@ struct Family {
     api: Api,
     tensor: bool,
     element: Option<DType>,
+    /// Not a CUTLASS kernel (the crate's skinny GEMMs): no CUTLASS rows stand in for it.
+    custom: bool,
 }
 
 impl Family {
@@ -40,6 +42,7 @@ impl Family {
             api: kernel.api(),
             tensor: kernel.design.opclass() == OpClass::TensorOp,
             element: kernel.operation.gemm_operands().map(|g| g.a.element),
+            custom: matches!(kernel.design, crate::model::Design::Custom(_)),
         }
     }
 }

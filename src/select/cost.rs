@@ -12,7 +12,8 @@
 //! kernel's estimate to what a table measured.
 
 use crate::kernel::KernelInfo;
-use crate::model::{Api, DType, IteratorAlgorithm, MathOp, OpClass, SplitK};
+use crate::model::custom::CustomDesign;
+use crate::model::{Api, DType, Design, IteratorAlgorithm, MathOp, OpClass, SplitK};
 
 /// A GEMM-shaped piece of work, in the extents the kernel iterates over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +85,11 @@ const F16_MACS_PER_SM_SECOND: f64 = 3.7e12;
 /// The model's time (seconds) of `kernel` on `work` with `slices` split-K slices on a device of
 /// `multiprocessors` SMs: the kernel alone (no `extra_seconds`).
 pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiprocessors: u32) -> f64 {
+    if let Design::Custom(design) = kernel.design {
+        if let Some(seconds) = streaming_seconds(design, work, slices, multiprocessors) {
+            return seconds;
+        }
+    }
     let sms = multiprocessors.max(1) as f64;
     let slices = slices.max(1);
     let macs: f64 = work
@@ -213,4 +219,51 @@ pub fn gemm_bytes(piece: Piece, bits: [u32; 3], reads_c: bool) -> f64 {
     let (m, n, k, b) = (piece.m as f64, piece.n as f64, piece.k as f64, piece.batch as f64);
     let c_passes = if reads_c { 2.0 } else { 1.0 };
     b * (m * k * bits[0] as f64 + k * n * bits[1] as f64 + c_passes * m * n * bits[2] as f64) / 8.0
+}
+
+/// Bandwidth a streaming kernel reaches on its bytes (an H100's, measured on skinny GEMMs).
+const STREAMING_BYTES_PER_SECOND: f64 = 2.6e12;
+
+/// The time of a streaming kernel (the crate's skinny GEMMs, `dispatch::skinny`) on `work`, from the
+/// throughput its design states: blocks of `rows_per_block` rows, `blocks_per_sm` resident per SM,
+/// each a fixed time, a time per staged chunk of the small operand (`chunk_entries` of it: depth ×
+/// columns), and a time per element of the
+/// large one (a base and a part per output column, the column count rounded up to a power of two)
+/// at full occupancy; in waves of resident blocks; never under its bytes at streaming bandwidth.
+/// A split adds its partial sums and the reduction's launch. `None` for a design without them.
+pub fn streaming_seconds(
+    design: &CustomDesign,
+    work: &Work,
+    slices: usize,
+    multiprocessors: u32,
+) -> Option<f64> {
+    let value = |name: &str| match design.value(name)? {
+        crate::model::custom::DesignValue::Int(v) => Some(v.max(0) as f64),
+        crate::model::custom::DesignValue::Word(_) => None,
+    };
+    let rows_per_block = value("rows_per_block")?.max(1.0);
+    let slots = value("blocks_per_sm")?.max(1.0) * multiprocessors.max(1) as f64;
+    let (fs, fs_col) = (value("fs_per_element")?, value("fs_per_element_column")?);
+    let (ns_block, ns_chunk) = (value("ns_per_block")?, value("ns_per_chunk")?);
+    let chunk_entries = value("chunk_entries")?;
+    let partial_bytes = value("partial_bytes")?;
+    let slices = slices.max(1) as f64;
+    let mut seconds = 0.0;
+    for p in work.launches.iter().flatten() {
+        let columns = (p.n.max(1).next_power_of_two()) as f64;
+        let chunk_depth = (chunk_entries / columns).floor().clamp(1.0, 1024.0);
+        let (rows, depth, batch) = (p.m as f64, p.k.max(1) as f64, p.batch.max(1) as f64);
+        let blocks = (rows / rows_per_block).ceil() * slices * batch;
+        let slice_depth = (depth / slices).ceil();
+        let per_element = (fs + fs_col * columns) * 1e-15;
+        let block = ns_block * 1e-9
+            + ns_chunk * 1e-9 * (slice_depth / chunk_depth).ceil()
+            + rows_per_block * slice_depth * per_element * slots;
+        seconds += (blocks / slots).ceil() * block;
+        if slices > 1.0 {
+            let partials = 2.0 * slices * rows * p.n as f64 * batch * partial_bytes;
+            seconds += LAUNCH_SECONDS + partials / STREAMING_BYTES_PER_SECOND;
+        }
+    }
+    Some(seconds.max(work.bytes / STREAMING_BYTES_PER_SECOND) + work.launches.len() as f64 * LAUNCH_SECONDS)
 }

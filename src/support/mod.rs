@@ -1,8 +1,8 @@
-//! The runtime's own support kernels (`cutlass_glue/include/cutlass_aot/support.cuh`, built into
-//! this crate's image `IMAGE_SUPPORT`): strided, possibly transposing copies of a batch of matrices
-//! (to stage an operand no kernel can read as it lies), the 3xTF32 split of f32 operands, and the
-//! 4-D copy and scale of a strided dgrad's stride phases (`conv::stride_phases`) and of padded
-//! channels (`conv::padded`).
+//! The runtime's own support kernels (`cutlass_glue/include/cutlass_aot/support.cuh` and
+//! `skinny.cuh`, built into this crate's image `IMAGE_SUPPORT`): strided, possibly transposing
+//! copies of a batch of matrices (to stage an operand no kernel can read as it lies), the 3xTF32
+//! split of f32 operands, the 4-D copy and scale of a strided dgrad's stride phases
+//! (`conv::stride_phases`) and of padded channels (`conv::padded`), and skinny GEMMs ([`skinny`]).
 //!
 //! The 2-D ones walk 32×32 tiles, the 4-D copy runs of rows, the 4-D scale single elements
 //! ([`tensor4`]), with a grid-stride loop, so any extent runs on a grid sized for the device.
@@ -14,6 +14,7 @@ use cudarc::driver::{result, sys, CudaStream};
 
 use crate::error::Error;
 
+pub(crate) mod skinny;
 mod tensor4;
 pub(crate) use tensor4::{copy4_batch, Copy4d, Scale4d, View4};
 
@@ -222,6 +223,37 @@ unsafe fn launch_with<T>(
     block: (u32, u32, u32),
     grid_y: u32,
 ) -> Result<(), Error> {
+    let device = crate::device::props(stream.context())?;
+    let blocks = work.min(device.multiprocessors as usize * 16).max(1) as u32;
+    unsafe { launch_on(stream, on, entry, args, (blocks, grid_y.max(1), 1), block) }
+}
+
+/// Launches support kernel `entry` with `args` on `stream` over exactly `grid` blocks.
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn launch_grid<T>(
+    stream: &CudaStream,
+    entry: &'static CStr,
+    args: &T,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+) -> Result<(), Error> {
+    unsafe { launch_on(stream, stream.cu_stream(), entry, args, grid, block) }
+}
+
+/// Launches support kernel `entry` with `args` on `on` (a stream of `stream`'s context).
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn launch_on<T>(
+    stream: &CudaStream,
+    on: sys::CUstream,
+    entry: &'static CStr,
+    args: &T,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+) -> Result<(), Error> {
     const WHO: &str = "support kernels";
     let image = &crate::kernels::IMAGE_SUPPORT;
     let function = image.function(stream.context(), entry, WHO, 0)?;
@@ -235,20 +267,9 @@ unsafe fn launch_with<T>(
             ),
         });
     }
-    let device = crate::device::props(stream.context())?;
-    let blocks = work.min(device.multiprocessors as usize * 16).max(1) as u32;
     let mut params = [args as *const T as *mut c_void];
-    unsafe {
-        result::launch_kernel(
-            function.function.cu_function(),
-            (blocks, grid_y.max(1), 1),
-            block,
-            0,
-            on,
-            &mut params,
-        )
-    }
-    .map_err(Error::driver("launching a support kernel"))
+    unsafe { result::launch_kernel(function.function.cu_function(), grid, block, 0, on, &mut params) }
+        .map_err(Error::driver("launching a support kernel"))
 }
 
 /// Enqueues zeros over `bytes` bytes at `address`.

@@ -1,0 +1,292 @@
+// Skinny GEMMs (no CUTLASS): out (rows x cols) = alpha * X (rows x depth) * Y (depth x cols)
+// + beta * C, for cols <= 16 and any strides, alignment or layout. Such a product moves X once and
+// does a few multiply-adds per element of X: it runs at memory speed on CUDA cores, where a tiled
+// tensor-core kernel computes a mostly empty tile, splits K to find parallelism and, on a
+// misaligned X, reads it two bytes at a time.
+//
+// Two forms, by X's contiguous dimension:
+//   dot:  X's rows contiguous along depth. A warp owns kRows rows; its lanes stride along depth
+//         and sum their partial dot products with shuffles once, at the end.
+//   axpy: X's columns contiguous along rows. A thread owns rows (coalesced along them) and walks
+//         depth; Y's entries are the same for the whole warp (shared-memory broadcasts).
+// Both stage a chunk of Y (accumulator type, zero past cols) in shared memory per step. With
+// `slices` > 1 each slice of depth writes its partial sums to `partials` and a reduce kernel adds
+// them in slice order (deterministic) and applies alpha and beta.
+#pragma once
+
+#include "support.cuh"
+
+#ifdef CUTLASS_AOT_DEVICE_PASS
+
+struct cutlass_aot_skinny_args {
+  cutlass_aot_view x;  // (batch, row, k)
+  cutlass_aot_view y;  // (batch, k, col)
+  cutlass_aot_view c;  // (batch, row, col); read only when beta != 0
+  cutlass_aot_view d;  // (batch, row, col)
+  int64_t rows;
+  int64_t cols;
+  int64_t depth;
+  int64_t batch;
+  // Depth per slice (every slice but the last), and where slices write their partial sums:
+  // [slice][batch][row][col] of the accumulator type.
+  int64_t slice_depth;
+  uint64_t partials;
+  double alpha;
+  double beta;
+  int32_t slices;
+  int32_t reserved;
+};
+
+namespace cutlass_aot_skinny {
+
+template <typename T> __device__ __forceinline__ float to_f32(T v) { return static_cast<float>(v); }
+template <> __device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+template <typename Acc, typename T> __device__ __forceinline__ Acc to_acc(T v) {
+  return static_cast<Acc>(to_f32(v));
+}
+template <> __device__ __forceinline__ double to_acc<double, double>(double v) { return v; }
+
+template <typename T> __device__ __forceinline__ T from_acc(float v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <typename T> __device__ __forceinline__ T from_acc(double v) { return static_cast<T>(v); }
+
+template <typename T>
+__device__ __forceinline__ const T* at(const cutlass_aot_view& v, int64_t b, int64_t r, int64_t c) {
+  return reinterpret_cast<const T*>(v.base) + b * v.batch_stride + r * v.row_stride + c * v.col_stride;
+}
+
+// Shared-memory chunk of Y: kChunk depth steps of NS columns, at most 32 KiB.
+template <typename Acc, int NS> struct Chunk {
+  static constexpr int kBytes = 32768;
+  static constexpr int kDepth = (kBytes / (NS * (int)sizeof(Acc))) < 1024 ? (kBytes / (NS * (int)sizeof(Acc))) : 1024;
+};
+
+// Stages Y[k0 .. k0 + len) x [0, NS) into `ys` (zeros past cols). `k_major` lays it out as
+// ys[k * NS + j] (for broadcasts), else as ys[j * (kDepth + 1) + k] (for lanes along depth; the
+// odd pitch keeps the stores of one k to all j off a single bank). The walk follows Y's
+// contiguous dimension where the layout lets the stores stay conflict-free.
+template <typename T, typename Acc, int NS, int kThreads, bool k_major>
+__device__ __forceinline__ void stage_y(const cutlass_aot_skinny_args& a, int64_t b, int64_t k0, int len, Acc* ys) {
+  constexpr int kPitch = Chunk<Acc, NS>::kDepth + 1;
+  const bool cols_inner = k_major || a.y.col_stride == 1;
+  const int total = NS * len;
+  // Eight independent loads in flight per thread (Y is L2-resident; one at a time, the chunk's
+  // staging would cost eight round trips per thread for each one of these).
+  constexpr int kBatch = 8;
+  for (int e0 = threadIdx.x; e0 < total; e0 += kThreads * kBatch) {
+    Acc v[kBatch];
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q) {
+      const int e = e0 + q * kThreads;
+      const int j = cols_inner ? e % NS : e / len;
+      const int k = cols_inner ? e / NS : e % len;
+      v[q] = Acc(0);
+      if (e < total && j < a.cols) v[q] = to_acc<Acc>(__ldg(at<T>(a.y, b, k0 + k, j)));
+    }
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q) {
+      const int e = e0 + q * kThreads;
+      const int j = cols_inner ? e % NS : e / len;
+      const int k = cols_inner ? e / NS : e % len;
+      if (e < total) ys[k_major ? k * NS + j : j * kPitch + k] = v[q];
+    }
+  }
+}
+
+// Writes one output element: D = alpha * acc + beta * C, or the partial sum of this slice.
+template <typename TC, typename Acc>
+__device__ __forceinline__ void store(const cutlass_aot_skinny_args& a, int64_t b, int64_t slice, int64_t row, int64_t col, Acc acc) {
+  if (a.slices > 1) {
+    Acc* p = reinterpret_cast<Acc*>(a.partials);
+    p[((slice * a.batch + b) * a.rows + row) * a.cols + col] = acc;
+    return;
+  }
+  Acc v = Acc(a.alpha) * acc;
+  if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, row, col));
+  TC* d = const_cast<TC*>(at<TC>(a.d, b, row, col));
+  *d = from_acc<TC>(v);
+}
+
+constexpr int kDotWarps = 8;
+// Rows per warp (its accumulators: rows x NS per lane) and depth steps per lane in flight, within
+// 128 registers (two blocks per SM).
+template <typename Acc> __host__ __device__ constexpr int dot_rows() { return sizeof(Acc) == 8 ? 2 : 4; }
+template <int NS> __host__ __device__ constexpr int dot_unroll() { return NS >= 8 ? 4 : 8; }
+
+template <typename T, typename TC, typename Acc, int NS>
+__device__ void dot(const cutlass_aot_skinny_args& a) {
+  constexpr int kDepth = Chunk<Acc, NS>::kDepth;
+  constexpr int kDotRows = dot_rows<Acc>();
+  constexpr int kDotUnroll = dot_unroll<NS>();
+  __shared__ __align__(16) Acc ys[NS * (kDepth + 1)];
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int64_t row0 = (int64_t)blockIdx.x * (kDotWarps * kDotRows) + warp * kDotRows;
+  const int64_t slice = blockIdx.y;
+  const int64_t k_begin = slice * a.slice_depth;
+  const int64_t k_end = slice + 1 == a.slices ? a.depth : k_begin + a.slice_depth;
+  for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z) {
+    const T* xr[kDotRows];
+#pragma unroll
+    for (int r = 0; r < kDotRows; ++r) xr[r] = at<T>(a.x, b, min(row0 + r, a.rows - 1), 0);
+    Acc acc[kDotRows][NS];
+#pragma unroll
+    for (int r = 0; r < kDotRows; ++r)
+#pragma unroll
+      for (int j = 0; j < NS; ++j) acc[r][j] = Acc(0);
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += kDepth) {
+      const int len = (int)min((int64_t)kDepth, k_end - k0);
+      __syncthreads();
+      stage_y<T, Acc, NS, kDotWarps * 32, false>(a, b, k0, len, ys);
+      __syncthreads();
+      for (int base = lane; base < len; base += 32 * kDotUnroll) {
+        Acc xv[kDotUnroll][kDotRows];
+#pragma unroll
+        for (int u = 0; u < kDotUnroll; ++u) {
+          const int k = base + 32 * u;
+#pragma unroll
+          for (int r = 0; r < kDotRows; ++r) if (k < len) xv[u][r] = to_acc<Acc>(xr[r][k0 + k]);
+        }
+#pragma unroll
+        for (int u = 0; u < kDotUnroll; ++u) {
+          const int k = base + 32 * u;
+          if (k >= len) break;
+#pragma unroll
+          for (int j = 0; j < NS; ++j) {
+            const Acc yv = ys[j * (kDepth + 1) + k];
+#pragma unroll
+            for (int r = 0; r < kDotRows; ++r) acc[r][j] += xv[u][r] * yv;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kDotRows; ++r)
+#pragma unroll
+      for (int j = 0; j < NS; ++j)
+#pragma unroll
+        for (int s = 16; s > 0; s /= 2) acc[r][j] += __shfl_xor_sync(0xffffffffu, acc[r][j], s);
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < kDotRows; ++r)
+#pragma unroll
+        for (int j = 0; j < NS; ++j)
+          if (row0 + r < a.rows && j < a.cols) store<TC, Acc>(a, b, slice, row0 + r, j, acc[r][j]);
+    }
+  }
+}
+
+constexpr int kAxpyThreads = 128;
+constexpr int kAxpyRows = 2;    // rows per thread, kAxpyThreads apart
+constexpr int kAxpyUnroll = 8;  // depth steps in flight
+
+template <typename T, typename TC, typename Acc, int NS>
+__device__ void axpy(const cutlass_aot_skinny_args& a) {
+  constexpr int kDepth = Chunk<Acc, NS>::kDepth;
+  __shared__ __align__(16) Acc ys[NS * kDepth];
+  const int64_t row0 = (int64_t)blockIdx.x * (kAxpyThreads * kAxpyRows) + threadIdx.x;
+  const int64_t slice = blockIdx.y;
+  const int64_t k_begin = slice * a.slice_depth;
+  const int64_t k_end = slice + 1 == a.slices ? a.depth : k_begin + a.slice_depth;
+  for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z) {
+    const T* xr[kAxpyRows];
+#pragma unroll
+    for (int r = 0; r < kAxpyRows; ++r) xr[r] = at<T>(a.x, b, min(row0 + r * kAxpyThreads, a.rows - 1), 0);
+    const int64_t ks = a.x.col_stride;
+    Acc acc[kAxpyRows][NS];
+#pragma unroll
+    for (int r = 0; r < kAxpyRows; ++r)
+#pragma unroll
+      for (int j = 0; j < NS; ++j) acc[r][j] = Acc(0);
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += kDepth) {
+      const int len = (int)min((int64_t)kDepth, k_end - k0);
+      __syncthreads();
+      stage_y<T, Acc, NS, kAxpyThreads, true>(a, b, k0, len, ys);
+      __syncthreads();
+      for (int base = 0; base < len; base += kAxpyUnroll) {
+        Acc xv[kAxpyUnroll][kAxpyRows];
+#pragma unroll
+        for (int u = 0; u < kAxpyUnroll; ++u)
+#pragma unroll
+          for (int r = 0; r < kAxpyRows; ++r)
+            if (base + u < len) xv[u][r] = to_acc<Acc>(xr[r][(k0 + base + u) * ks]);
+#pragma unroll
+        for (int u = 0; u < kAxpyUnroll; ++u) {
+          const int k = base + u;
+          if (k >= len) break;
+#pragma unroll
+          for (int j = 0; j < NS; ++j) {
+            const Acc yv = ys[k * NS + j];
+#pragma unroll
+            for (int r = 0; r < kAxpyRows; ++r) acc[r][j] += xv[u][r] * yv;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kAxpyRows; ++r) {
+      const int64_t row = row0 + r * kAxpyThreads;
+      if (row >= a.rows) continue;
+#pragma unroll
+      for (int j = 0; j < NS; ++j)
+        if (j < a.cols) store<TC, Acc>(a, b, slice, row, j, acc[r][j]);
+    }
+  }
+}
+
+// Adds the slices' partial sums in slice order: D = alpha * sum + beta * C.
+template <typename TC, typename Acc>
+__device__ void reduce(const cutlass_aot_skinny_args& a) {
+  const int64_t per_batch = a.rows * a.cols;
+  const int64_t total = per_batch * a.batch;
+  const Acc* p = reinterpret_cast<const Acc*>(a.partials);
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    Acc sum = Acc(0);
+    for (int64_t s = 0; s < a.slices; ++s) sum += p[s * total + e];
+    const int64_t b = e / per_batch;
+    const int64_t row = (e % per_batch) / a.cols;
+    const int64_t col = e % a.cols;
+    Acc v = Acc(a.alpha) * sum;
+    if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, row, col));
+    *const_cast<TC*>(at<TC>(a.d, b, row, col)) = from_acc<TC>(v);
+  }
+}
+
+}  // namespace cutlass_aot_skinny
+
+#define CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, NS)                                                       \
+  extern "C" __global__ void __launch_bounds__(256, 2) cutlass_aot_skinny_dot_##NAME##_n##NS(                \
+      const cutlass_aot_skinny_args args) {                                                               \
+    cutlass_aot_skinny::dot<T, TC, ACC, NS>(args);                                                        \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(128, 4) cutlass_aot_skinny_axpy_##NAME##_n##NS(               \
+      const cutlass_aot_skinny_args args) {                                                               \
+    cutlass_aot_skinny::axpy<T, TC, ACC, NS>(args);                                                       \
+  }
+
+#define CUTLASS_AOT_SKINNY(NAME, T, TC, ACC)                                                              \
+  CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, 1)                                                              \
+  CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, 2)                                                              \
+  CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, 4)                                                              \
+  CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, 8)                                                              \
+  CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, 16)                                                             \
+  extern "C" __global__ void __launch_bounds__(256) cutlass_aot_skinny_reduce_##NAME(                     \
+      const cutlass_aot_skinny_args args) {                                                               \
+    cutlass_aot_skinny::reduce<TC, ACC>(args);                                                            \
+  }
+
+// Names: A/B element, then C/D element where it differs.
+CUTLASS_AOT_SKINNY(f16, __half, __half, float)
+CUTLASS_AOT_SKINNY(bf16, __nv_bfloat16, __nv_bfloat16, float)
+CUTLASS_AOT_SKINNY(f32, float, float, float)
+CUTLASS_AOT_SKINNY(f64, double, double, double)
+CUTLASS_AOT_SKINNY(f16_f32, __half, float, float)
+CUTLASS_AOT_SKINNY(bf16_f32, __nv_bfloat16, float, float)
+
+#endif  // CUTLASS_AOT_DEVICE_PASS

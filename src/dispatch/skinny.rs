@@ -1,0 +1,294 @@
+//! Skinny GEMMs as ways of dispatch: a product with at most 16 columns (as given or transposed)
+//! may run on the crate's own streaming kernels (`support::skinny`) instead of a CUTLASS tile that
+//! is mostly empty. Each kernel is described like any other ([`KernelInfo`]: operands, a design
+//! whose values give the cost model its throughput), so the one selection engine ranks it beside
+//! CUTLASS's kernels.
+
+use super::candidates::{key_of, work_of, GemmWay};
+use super::{problem_of, Orientation, Policy, Selection, Signature};
+use crate::error::Error;
+use crate::gemm::{GemmOperands, Operand};
+use crate::kernel::{HostCode, KernelInfo};
+use crate::model::custom::{CustomDesign, DesignValue, Expr};
+use crate::model::{
+    Api, DType, Design, Epilogue, EpilogueSpec, Fusion, GemmOperation, Layout, MathOp, Operation, Shape3,
+    TensorAttributes,
+};
+use crate::select::Candidate;
+use crate::support::skinny::{dot_rows_per_block, Elements, Form, Skinny, AXPY_ROWS_PER_BLOCK, MAX_COLS};
+use crate::support::View;
+
+/// Split-K slices tried: powers of two, each slice at least [`MIN_SLICE_DEPTH`] deep.
+const SLICES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+const MIN_SLICE_DEPTH: usize = 32;
+
+const NO_EXPR: Expr = Expr { text: "", code: &[] };
+
+/// The cost model's view of a streaming kernel (`select::cost::streaming_seconds`), fitted to 748
+/// timed configurations on an H100: per-element time at full occupancy (a base and a part per
+/// output column), each block's fixed time and each staged chunk of Y's.
+macro_rules! design {
+    ($rows:expr, $acc_bytes:literal, $blocks_per_sm:literal, $fs:literal, $fs_col:literal) => {
+        CustomDesign {
+            code: Api::Cutlass2x,
+            tile: Shape3::new($rows as u32, MAX_COLS as u32, 1),
+            values: &[
+                ("rows_per_block", DesignValue::Int($rows as i64)),
+                ("blocks_per_sm", DesignValue::Int($blocks_per_sm)),
+                ("fs_per_element", DesignValue::Int($fs)),
+                ("fs_per_element_column", DesignValue::Int($fs_col)),
+                ("ns_per_block", DesignValue::Int(2725)),
+                ("ns_per_chunk", DesignValue::Int(919)),
+                ("chunk_entries", DesignValue::Int(32768 / $acc_bytes)),
+                ("partial_bytes", DesignValue::Int($acc_bytes)),
+                ("max_columns", DesignValue::Int(MAX_COLS as i64)),
+            ],
+            grid: [NO_EXPR; 3],
+            block: [NO_EXPR; 3],
+            shared_memory: NO_EXPR,
+            requires: &[],
+        }
+    };
+}
+
+static DOT: CustomDesign = design!(dot_rows_per_block(4), 4, 2, 0, 310);
+static DOT_WIDE: CustomDesign = design!(dot_rows_per_block(8), 8, 2, 0, 310);
+static AXPY: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 4, 4, 435, 53);
+static AXPY_WIDE: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 8, 4, 435, 53);
+
+macro_rules! kernel {
+    ($static:ident, $name:literal, $design:ident, $a:ident, $c:ident, $acc:ident, $layout_a:ident) => {
+        static $static: KernelInfo = KernelInfo {
+            name: concat!("cutlass_aot_skinny_", $name),
+            rust_name: concat!("skinny_", $name),
+            origin: "built in (cutlass_aot/skinny.cuh)",
+            min_compute_capability: 80,
+            operation: Operation::Gemm(GemmOperation {
+                a: TensorAttributes {
+                    element: DType::$a,
+                    layout: Layout::$layout_a,
+                    alignment: 1,
+                },
+                b: TensorAttributes {
+                    element: DType::$a,
+                    layout: Layout::Row,
+                    alignment: 1,
+                },
+                c: TensorAttributes {
+                    element: DType::$c,
+                    layout: Layout::Row,
+                    alignment: 1,
+                },
+                accumulator: DType::$acc,
+                math: MathOp::MultiplyAdd,
+            }),
+            design: Design::Custom(&$design),
+            epilogue: EpilogueSpec {
+                kind: Epilogue::LinearCombination,
+                compute: DType::$acc,
+                fusion: Fusion::NONE,
+            },
+            image: &crate::kernels::IMAGE_SUPPORT,
+            entry: c"cutlass_aot_skinny",
+            host: HostCode::Custom { built: true },
+        };
+    };
+}
+
+kernel!(DOT_F16, "dot_f16", DOT, F16, F16, F32, Row);
+kernel!(DOT_BF16, "dot_bf16", DOT, Bf16, Bf16, F32, Row);
+kernel!(DOT_F32, "dot_f32", DOT, F32, F32, F32, Row);
+kernel!(DOT_F64, "dot_f64", DOT_WIDE, F64, F64, F64, Row);
+kernel!(DOT_F16_F32, "dot_f16_f32", DOT, F16, F32, F32, Row);
+kernel!(DOT_BF16_F32, "dot_bf16_f32", DOT, Bf16, F32, F32, Row);
+kernel!(AXPY_F16, "axpy_f16", AXPY, F16, F16, F32, Column);
+kernel!(AXPY_BF16, "axpy_bf16", AXPY, Bf16, Bf16, F32, Column);
+kernel!(AXPY_F32, "axpy_f32", AXPY, F32, F32, F32, Column);
+kernel!(AXPY_F64, "axpy_f64", AXPY_WIDE, F64, F64, F64, Column);
+kernel!(AXPY_F16_F32, "axpy_f16_f32", AXPY, F16, F32, F32, Column);
+kernel!(AXPY_BF16_F32, "axpy_bf16_f32", AXPY, Bf16, F32, F32, Column);
+
+/// Every skinny kernel with its element types and form.
+pub static KERNELS: [(&KernelInfo, Elements, Form); 12] = [
+    (&DOT_F16, Elements::F16, Form::Dot),
+    (&DOT_BF16, Elements::Bf16, Form::Dot),
+    (&DOT_F32, Elements::F32, Form::Dot),
+    (&DOT_F64, Elements::F64, Form::Dot),
+    (&DOT_F16_F32, Elements::F16F32, Form::Dot),
+    (&DOT_BF16_F32, Elements::Bf16F32, Form::Dot),
+    (&AXPY_F16, Elements::F16, Form::Axpy),
+    (&AXPY_BF16, Elements::Bf16, Form::Axpy),
+    (&AXPY_F32, Elements::F32, Form::Axpy),
+    (&AXPY_F64, Elements::F64, Form::Axpy),
+    (&AXPY_F16_F32, Elements::F16F32, Form::Axpy),
+    (&AXPY_BF16_F32, Elements::Bf16F32, Form::Axpy),
+];
+
+/// The skinny kernel's element types, if `kernel` is one.
+pub fn elements_of(kernel: &KernelInfo) -> Option<Elements> {
+    KERNELS
+        .iter()
+        .find(|(k, ..)| std::ptr::eq(*k, kernel))
+        .map(|(_, elements, _)| *elements)
+}
+
+fn kernel_for(a: DType, b: DType, c: DType, form: Form) -> Option<&'static KernelInfo> {
+    if a != b {
+        return None;
+    }
+    KERNELS
+        .iter()
+        .find(|(k, _, f)| *f == form && k.gemm().a.element == a && k.gemm().c.element == c)
+        .map(|(k, ..)| *k)
+}
+
+/// The skinny ways of `operands` (checked by `validate`): each orientation whose product has at
+/// most 16 columns, at each split of K, on the kernel of its types and of X's layout.
+pub fn ways(
+    signature: Signature,
+    operands: &GemmOperands,
+    device: &crate::device::DeviceProps,
+    policy: Policy,
+) -> Vec<Candidate<GemmWay>> {
+    let mut out = Vec::new();
+    if !crate::kernels::IMAGE_SUPPORT.has_code() || device.compute_capability < 80 {
+        return out;
+    }
+    let problem = problem_of(signature, operands, device.compute_capability);
+    if problem.k == 0 || operands.fusion != crate::FusionOperands::default() {
+        return out;
+    }
+    for orientation in [Orientation::AsGiven, Orientation::Transposed] {
+        let oriented = orientation.problem(&problem);
+        if oriented.n > MAX_COLS {
+            continue;
+        }
+        let form = match oriented.layout_a {
+            Layout::Row => Form::Dot,
+            _ => Form::Axpy,
+        };
+        let Some(kernel) = kernel_for(oriented.element_a, oriented.element_b, oriented.element_c, form)
+        else {
+            continue;
+        };
+        if !policy.allows(kernel) {
+            continue;
+        }
+        let (key, work) = (key_of(&oriented), work_of(&oriented));
+        for slices in SLICES {
+            if slices > 1 && oriented.k / slices < MIN_SLICE_DEPTH {
+                break;
+            }
+            out.push(Candidate {
+                kernel,
+                split_k: slices,
+                way: GemmWay {
+                    orientation,
+                    staged: None,
+                },
+                key,
+                work: work.clone(),
+                margin: 1.0,
+            });
+        }
+    }
+    out
+}
+
+/// The view of `operand` laid out as `layout`, read transposed when `transposed`.
+fn view_of(operand: &Operand, layout: Layout, transposed: bool) -> View {
+    // One matrix for every batch: stride 0.
+    let shape = &operand.shape;
+    let batch_stride = if shape.batch_count == 1 {
+        0
+    } else {
+        shape.batch_stride
+    };
+    let mut view = View::strided(operand.address, layout, shape.ld, batch_stride);
+    if transposed {
+        std::mem::swap(&mut view.row_stride, &mut view.col_stride);
+    }
+    view
+}
+
+/// The launch `selection` (a skinny kernel) makes of `operands`, partial sums at `partials`.
+pub(crate) fn launch_of(
+    selection: &Selection,
+    signature: Signature,
+    operands: &GemmOperands,
+    partials: u64,
+) -> Result<Skinny, Error> {
+    let elements = elements_of(selection.kernel).ok_or_else(|| {
+        Error::invalid(
+            "dispatch",
+            format!("{} is not a skinny kernel", selection.kernel.name),
+        )
+    })?;
+    let t = selection.orientation == Orientation::Transposed;
+    let a = view_of(&operands.a, signature.layout_a, t);
+    let b = view_of(&operands.b, signature.layout_b, t);
+    let d = view_of(&operands.d, signature.layout_c, t);
+    let c = operands
+        .c
+        .as_ref()
+        .map_or(d, |c| view_of(c, signature.layout_c, t));
+    let (x, y) = if t { (b, a) } else { (a, b) };
+    let (m, n) = (operands.d.shape.rows, operands.d.shape.cols);
+    let (rows, cols) = if t { (n, m) } else { (m, n) };
+    Ok(Skinny {
+        elements,
+        x,
+        y,
+        c,
+        d,
+        rows,
+        cols,
+        depth: operands.a.shape.cols,
+        batch: operands.d.shape.batch_count.max(1),
+        alpha: operands.alpha,
+        beta: if operands.c.is_some() { operands.beta } else { 0.0 },
+        slices: selection.split_k.max(1),
+        partials,
+    })
+}
+
+/// Bytes of partial sums the launch of `selection` on `operands` needs (0 without a split).
+pub fn workspace_bytes(selection: &Selection, operands: &GemmOperands) -> usize {
+    let Some(elements) = elements_of(selection.kernel) else {
+        return 0;
+    };
+    let (m, n) = (operands.d.shape.rows, operands.d.shape.cols);
+    let batch = operands.d.shape.batch_count.max(1);
+    Skinny::partial_bytes(elements, m, n, batch, selection.split_k)
+}
+
+/// Launches `selection` (a skinny kernel) on `operands`: its partial sums, where it splits K, in
+/// `workspace` or the stream's cached scratch.
+///
+/// # Safety
+/// As [`super::launch_raw`].
+pub(crate) unsafe fn launch(
+    stream: &cudarc::driver::CudaStream,
+    selection: &Selection,
+    signature: Signature,
+    operands: &GemmOperands,
+    workspace: Option<&mut crate::Workspace>,
+) -> Result<(), Error> {
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(Error::driver("binding the context"))?;
+    let bytes = workspace_bytes(selection, operands);
+    // The scratch guard lives until the kernels are enqueued.
+    let mut scratch = None;
+    let partials = if bytes > 0 {
+        let held = scratch.insert(crate::workspace::Scratch::of(stream, workspace)?);
+        held.at_least(stream, bytes)?.0
+    } else {
+        0
+    };
+    let product = launch_of(selection, signature, operands, partials)?;
+    let launched = unsafe { product.enqueue(stream) };
+    drop(scratch);
+    launched
+}

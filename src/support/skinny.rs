@@ -1,0 +1,269 @@
+//! Launches of the skinny GEMM kernels (`cutlass_aot/skinny.cuh`): out = alpha·X·Y + beta·C for at
+//! most 16 output columns, any strides, on CUDA cores at memory speed. [`crate::dispatch`] ranks
+//! them beside CUTLASS's kernels (`dispatch::skinny`).
+
+use std::ffi::CStr;
+
+use cudarc::driver::CudaStream;
+
+use super::{launch_grid, View};
+use crate::error::Error;
+
+/// The most output columns a skinny kernel computes.
+pub const MAX_COLS: usize = 16;
+
+/// Threads per block and rows per block of each form (as `skinny.cuh` defines them).
+pub const DOT_THREADS: u32 = 256;
+pub const AXPY_THREADS: u32 = 128;
+pub const AXPY_ROWS_PER_BLOCK: usize = 256;
+
+/// Rows one block of the dot form computes: 8 warps of 4 rows (2 with f64 accumulators).
+pub const fn dot_rows_per_block(accumulator_bytes: usize) -> usize {
+    if accumulator_bytes == 8 {
+        16
+    } else {
+        32
+    }
+}
+
+/// Which of X's dimensions is contiguous, and so how the kernel walks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Form {
+    /// X's rows contiguous along depth: lanes along depth, shuffled sums.
+    Dot,
+    /// X's columns contiguous along rows: a thread per row.
+    Axpy,
+}
+
+/// The element types of a skinny kernel: A and B, and C/D.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Elements {
+    F16,
+    Bf16,
+    F32,
+    F64,
+    F16F32,
+    Bf16F32,
+}
+
+impl Elements {
+    /// Bytes of the accumulator (and of a partial sum).
+    pub const fn accumulator_bytes(self) -> usize {
+        match self {
+            Elements::F64 => 8,
+            _ => 4,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SkinnyArgs {
+    x: View,
+    y: View,
+    c: View,
+    d: View,
+    rows: i64,
+    cols: i64,
+    depth: i64,
+    batch: i64,
+    slice_depth: i64,
+    partials: u64,
+    alpha: f64,
+    beta: f64,
+    slices: i32,
+    reserved: i32,
+}
+
+/// One skinny product: out (batch × rows × cols) = alpha·X (rows × depth)·Y (depth × cols) +
+/// beta·C, in `slices` slices of depth (partial sums at `partials`, [`Skinny::partial_bytes`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Skinny {
+    pub(crate) elements: Elements,
+    pub(crate) x: View,
+    pub(crate) y: View,
+    /// C (read only when beta ≠ 0) and D.
+    pub(crate) c: View,
+    pub(crate) d: View,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) depth: usize,
+    pub(crate) batch: usize,
+    pub(crate) alpha: f64,
+    pub(crate) beta: f64,
+    pub(crate) slices: usize,
+    pub(crate) partials: u64,
+}
+
+impl Skinny {
+    /// The form X's strides call for.
+    pub fn form(&self) -> Form {
+        if self.x.col_stride == 1 {
+            Form::Dot
+        } else {
+            Form::Axpy
+        }
+    }
+
+    /// Bytes of partial sums `slices` slices need (0 without a split).
+    pub fn partial_bytes(elements: Elements, rows: usize, cols: usize, batch: usize, slices: usize) -> usize {
+        if slices <= 1 {
+            return 0;
+        }
+        slices * batch * rows * cols * elements.accumulator_bytes()
+    }
+
+    /// Enqueues the product (and the slices' reduction) on `stream`; nothing when it is empty.
+    ///
+    /// # Safety
+    /// Every view must address device memory holding the elements it names; `partials` must hold
+    /// [`Skinny::partial_bytes`]; the stream's context must be current.
+    pub unsafe fn enqueue(&self, stream: &CudaStream) -> Result<(), Error> {
+        if self.rows == 0 || self.cols == 0 || self.batch == 0 {
+            return Ok(());
+        }
+        if self.cols > MAX_COLS || self.slices == 0 || self.slices > 65535 {
+            return Err(Error::invalid(
+                "skinny GEMM",
+                format!(
+                    "{} columns in {} slices: a skinny kernel computes 1 to {MAX_COLS} columns in 1 to 65535 slices",
+                    self.cols, self.slices
+                ),
+            ));
+        }
+        let slices = self.slices.min(self.depth.max(1));
+        let args = SkinnyArgs {
+            x: self.x,
+            y: self.y,
+            c: self.c,
+            d: self.d,
+            rows: self.rows as i64,
+            cols: self.cols as i64,
+            depth: self.depth as i64,
+            batch: self.batch as i64,
+            slice_depth: self.depth.div_ceil(slices) as i64,
+            partials: self.partials,
+            alpha: self.alpha,
+            beta: self.beta,
+            slices: slices as i32,
+            reserved: 0,
+        };
+        let form = self.form();
+        let (rows_per_block, threads) = match form {
+            Form::Dot => (dot_rows_per_block(self.elements.accumulator_bytes()), DOT_THREADS),
+            Form::Axpy => (AXPY_ROWS_PER_BLOCK, AXPY_THREADS),
+        };
+        let blocks = self.rows.div_ceil(rows_per_block);
+        if blocks > i32::MAX as usize {
+            return Err(Error::invalid(
+                "skinny GEMM",
+                format!("{} rows need more than 2^31 blocks", self.rows),
+            ));
+        }
+        let grid = (blocks as u32, slices as u32, self.batch.min(65535) as u32);
+        let entry = entry(self.elements, form, self.cols);
+        unsafe { launch_grid(stream, entry, &args, grid, (threads, 1, 1))? };
+        if slices > 1 {
+            let total = self.rows * self.cols * self.batch;
+            let blocks = total.div_ceil(256).min(1 << 16) as u32;
+            unsafe {
+                launch_grid(
+                    stream,
+                    reduce_entry(self.elements),
+                    &args,
+                    (blocks, 1, 1),
+                    (256, 1, 1),
+                )?
+            };
+        }
+        Ok(())
+    }
+}
+
+/// The kernel of `elements` and `form` for `cols` columns (the next power of two).
+fn entry(elements: Elements, form: Form, cols: usize) -> &'static CStr {
+    macro_rules! widths {
+        ($form:literal, $name:literal) => {
+            match cols {
+                0..=1 => concat_cstr!($form, $name, "_n1"),
+                2 => concat_cstr!($form, $name, "_n2"),
+                3..=4 => concat_cstr!($form, $name, "_n4"),
+                5..=8 => concat_cstr!($form, $name, "_n8"),
+                _ => concat_cstr!($form, $name, "_n16"),
+            }
+        };
+    }
+    macro_rules! concat_cstr {
+        ($form:literal, $name:literal, $n:literal) => {
+            const {
+                match CStr::from_bytes_with_nul(
+                    concat!("cutlass_aot_skinny_", $form, "_", $name, $n, "\0").as_bytes(),
+                ) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a kernel name without an interior NUL"),
+                }
+            }
+        };
+    }
+    macro_rules! forms {
+        ($name:literal) => {
+            match form {
+                Form::Dot => widths!("dot", $name),
+                Form::Axpy => widths!("axpy", $name),
+            }
+        };
+    }
+    match elements {
+        Elements::F16 => forms!("f16"),
+        Elements::Bf16 => forms!("bf16"),
+        Elements::F32 => forms!("f32"),
+        Elements::F64 => forms!("f64"),
+        Elements::F16F32 => forms!("f16_f32"),
+        Elements::Bf16F32 => forms!("bf16_f32"),
+    }
+}
+
+/// The kernel adding the slices' partial sums of `elements`.
+fn reduce_entry(elements: Elements) -> &'static CStr {
+    match elements {
+        Elements::F16 => c"cutlass_aot_skinny_reduce_f16",
+        Elements::Bf16 => c"cutlass_aot_skinny_reduce_bf16",
+        Elements::F32 => c"cutlass_aot_skinny_reduce_f32",
+        Elements::F64 => c"cutlass_aot_skinny_reduce_f64",
+        Elements::F16F32 => c"cutlass_aot_skinny_reduce_f16_f32",
+        Elements::Bf16F32 => c"cutlass_aot_skinny_reduce_bf16_f32",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_name_the_kernels_skinny_cuh_defines() {
+        let source = include_str!("../../codegen/cutlass_glue/include/cutlass_aot/skinny.cuh");
+        assert_eq!(
+            entry(Elements::F16, Form::Dot, 3).to_str().unwrap(),
+            "cutlass_aot_skinny_dot_f16_n4"
+        );
+        assert_eq!(
+            entry(Elements::Bf16F32, Form::Axpy, 9).to_str().unwrap(),
+            "cutlass_aot_skinny_axpy_bf16_f32_n16"
+        );
+        // Every name comes from the macros that instantiate them.
+        for elements in [
+            Elements::F16,
+            Elements::Bf16,
+            Elements::F32,
+            Elements::F64,
+            Elements::F16F32,
+            Elements::Bf16F32,
+        ] {
+            let name = reduce_entry(elements).to_str().unwrap();
+            let tag = name.trim_start_matches("cutlass_aot_skinny_reduce_");
+            assert!(source.contains(&format!("CUTLASS_AOT_SKINNY({tag},")), "{tag}");
+        }
+        assert_eq!(dot_rows_per_block(8), 16);
+        assert!(source.contains("sizeof(Acc) == 8 ? 2 : 4"));
+    }
+}
