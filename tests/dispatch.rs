@@ -4,7 +4,8 @@
 mod common;
 
 use common::{ADDR_A, ADDR_B, ADDR_C, ADDR_D, H100};
-use cutlass_aot::dispatch::{self, stage::StagePlan, Policy, Signature};
+use cutlass_aot::dispatch::skinny::{self, Form};
+use cutlass_aot::dispatch::{self, stage::StagePlan, Orientation, Policy, Signature};
 use cutlass_aot::model::{DType, Layout};
 use cutlass_aot::select::{self, Basis, Table};
 use cutlass_aot::{Error, GemmOperands, MatrixShape, Operand};
@@ -333,4 +334,89 @@ fn staging_beats_a_slower_direct_kernel() {
     let tt = [Layout::Row, Layout::Row, Layout::Row];
     let (sig, ops) = problem(DType::F64, tt, (4096, 4096, 4096, 1), 0, 0);
     assert!(decide(sig, &ops).unwrap().staging.is_none());
+}
+
+/// The skinny ways of a problem: `(form, orientation, split)` of each.
+fn skinny_ways(signature: Signature, operands: &GemmOperands) -> Vec<(Form, Orientation, usize)> {
+    dispatch::ways(
+        common::gemm_registry(),
+        signature,
+        operands,
+        &H100,
+        Policy::default(),
+    )
+    .iter()
+    .filter_map(|w| skinny::skinny_of(w.kernel).map(|(_, form)| (form, w.way.orientation, w.split_k)))
+    .collect()
+}
+
+/// Products with few columns, as given or transposed, may run on the crate's skinny kernels: the
+/// CUDA-core form that walks X as it lies (at most 16 columns), and for 16-bit operands the
+/// tensor-core one (at most 64); splits of K down to slices of 32 (64 for the tensor form).
+#[test]
+fn skinny_ways_follow_the_narrow_side_and_the_layout() {
+    if !cutlass_aot::kernels::IMAGE_SUPPORT.has_code() {
+        let (sig, ops) = problem(DType::F16, TN, (3, 5000, 1001, 1), 0, 0);
+        assert!(
+            skinny_ways(sig, &ops).is_empty(),
+            "no support kernels, no skinny ways"
+        );
+        return;
+    }
+    // M = 3: only the transposed product is skinny; B column-major is B^T row-major: the dot form.
+    let (sig, ops) = problem(DType::F16, TN, (3, 5000, 1001, 1), 0, 0);
+    let ways = skinny_ways(sig, &ops);
+    assert!(
+        ways.iter().all(|(_, o, _)| *o == Orientation::Transposed),
+        "{ways:?}"
+    );
+    let splits = |form: Form| {
+        ways.iter()
+            .filter(|w| w.0 == form)
+            .map(|w| w.2)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(splits(Form::Dot), [1, 2, 4, 8, 16]);
+    assert_eq!(splits(Form::Tensor), [1, 2, 4, 8]);
+    assert!(splits(Form::Axpy).is_empty());
+    // A column-major with N = 5: the axpy form as given; no tensor form for f32.
+    let (sig, ops) = problem(
+        DType::F32,
+        [Layout::Column, Layout::Row, Layout::Row],
+        (4000, 5, 300, 1),
+        0,
+        0,
+    );
+    let ways = skinny_ways(sig, &ops);
+    assert!(!ways.is_empty());
+    assert!(
+        ways.iter()
+            .all(|w| w.0 == Form::Axpy && w.1 == Orientation::AsGiven),
+        "{ways:?}"
+    );
+    // 40 columns: the tensor form only; 65: none.
+    let (sig, ops) = problem(DType::Bf16, TN, (2000, 40, 512, 1), 0, 0);
+    assert!(skinny_ways(sig, &ops).iter().all(|w| w.0 == Form::Tensor));
+    let (sig, ops) = problem(DType::Bf16, TN, (2000, 65, 512, 1), 0, 0);
+    assert!(skinny_ways(sig, &ops).is_empty());
+}
+
+/// A decode-like product with a misaligned K runs on a skinny kernel: CUTLASS's kernels would read
+/// the weight two bytes at a time into a mostly empty tile, or copy it first.
+#[test]
+fn misaligned_decode_products_run_on_skinny_kernels() {
+    if !cutlass_aot::kernels::IMAGE_SUPPORT.has_code() {
+        return;
+    }
+    for (m, n, k) in [(3, 5000, 4097), (1, 11008, 4095), (7, 4099, 1999)] {
+        let (sig, ops) = problem(DType::F16, TN, (m, n, k, 1), 0, 0);
+        let decision = decide(sig, &ops).unwrap();
+        let kernel = decision.selection.kernel;
+        assert!(
+            skinny::skinny_of(kernel).is_some(),
+            "{m}x{n}x{k}: {}",
+            kernel.name
+        );
+        assert!(decision.staging.is_none());
+    }
 }

@@ -113,6 +113,25 @@ const SKINNY_CASES: &[(Case, &[usize])] = &[
         &[1, 64],
     ),
     (case("skinny_m1", (1, 1000, 77, 1)), &[1, 2]),
+    // 64 slices of 2325: rounding up leaves the last slice nothing (63 run).
+    (case("skinny_ragged_slices", (10, 3001, 2325, 1)), &[64]),
+    // Wider: the tensor-core kernels only (16-bit operands).
+    (
+        Case {
+            slack: 3,
+            beta: 0.25,
+            ..case("narrow_n40_batched", (517, 40, 777, 2))
+        },
+        &[1, 4],
+    ),
+    (
+        Case {
+            pad: 1,
+            offset: 1,
+            ..case("narrow_m33", (33, 1200, 3001, 1))
+        },
+        &[1, 16],
+    ),
 ];
 
 /// A host matrix with `pad` extra elements per line and `slack` extra elements between batches.
@@ -198,21 +217,30 @@ fn tolerance(dtype: DType, policy: Policy) -> f64 {
     }
 }
 
-/// A table that times the skinny way of `operands` at `slices` fastest by far (any orientation):
+/// Which skinny kernels a test forces dispatch onto, and at what split of K.
+#[derive(Clone, Copy, Debug)]
+struct Forced {
+    tensor: bool,
+    slices: usize,
+}
+
+/// A table that times the forced skinny way of `operands` fastest by far (any orientation):
 /// dispatch takes it. Err where there is no such way.
 fn forcing_skinny(
     ctx: &Arc<CudaContext>,
     signature: Signature,
     operands: &GemmOperands,
-    slices: usize,
+    force: Forced,
 ) -> Result<Vec<Table>, Failed> {
     let device = cutlass_aot::device::props(ctx)?;
     let ways = dispatch::ways(&REGISTRY, signature, operands, &device, Policy::default());
     let forced = |w: &cutlass_aot::select::Candidate<dispatch::GemmWay>| {
-        dispatch::skinny::elements_of(w.kernel).is_some() && w.split_k == slices
+        let form = dispatch::skinny::skinny_of(w.kernel).map(|(_, form)| form);
+        let tensor = form == Some(dispatch::skinny::Form::Tensor);
+        form.is_some() && tensor == force.tensor && w.split_k == force.slices
     };
     if !ways.iter().any(forced) {
-        return Err(format!("no skinny way at split {slices}").into());
+        return Err(format!("no skinny way {force:?}").into());
     }
     let rows: Vec<Row> = ways
         .iter()
@@ -234,15 +262,15 @@ fn forcing_skinny(
 }
 
 /// Runs `case` with `dtype` operands in layouts `(la, lb, lc)` through `dispatch::launch_raw` (or,
-/// with `skinny_slices`, on the skinny kernel at that split) and checks every element of D against
-/// the reference, and that nothing outside D was written.
+/// with `force`, on that skinny kernel and split) and checks every element of D against the
+/// reference, and that nothing outside D was written.
 fn run(
     ctx: &Arc<CudaContext>,
     dtype: DType,
     [la, lb, lc]: [Layout; 3],
     c: Case,
     policy: Policy,
-    skinny_slices: Option<usize>,
+    force: Option<Forced>,
 ) -> Result<(), Failed> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
     let batch_b = if c.broadcast_b { 1 } else { c.batch };
@@ -288,11 +316,11 @@ fn run(
         policy,
         workspace: None,
     };
-    let forcing = match skinny_slices {
-        Some(slices) => forcing_skinny(ctx, signature, &operands, slices)?,
+    let forcing = match force {
+        Some(force) => forcing_skinny(ctx, signature, &operands, force)?,
         None => Vec::new(),
     };
-    let tables: &[Table] = if skinny_slices.is_some() {
+    let tables: &[Table] = if force.is_some() {
         &forcing
     } else {
         cutlass_aot::kernels::TABLES
@@ -300,16 +328,14 @@ fn run(
     // SAFETY: live buffers of `dtype` holding every element their shapes name.
     let ran = unsafe { dispatch::launch_raw_with(&REGISTRY, tables, &stream, signature, &operands, options) }
         .map_err(|e| format!("dispatch refused: {e}"))?;
-    if let Some(slices) = skinny_slices {
-        let skinny = ran
+    if let Some(force) = force {
+        let form = ran
             .kernel
-            .is_some_and(|k| dispatch::skinny::elements_of(k).is_some());
-        if !skinny || ran.split_k != slices {
-            return Err(format!(
-                "forced onto the skinny kernel at split {slices}, ran {}",
-                ran.describe()
-            )
-            .into());
+            .and_then(dispatch::skinny::skinny_of)
+            .map(|(_, form)| form);
+        let tensor = form == Some(dispatch::skinny::Form::Tensor);
+        if form.is_none() || tensor != force.tensor || ran.split_k != force.slices {
+            return Err(format!("forced onto {force:?}, ran {}", ran.describe()).into());
         }
     }
     stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
@@ -489,13 +515,24 @@ fn main() {
                             name.clone(),
                             Box::new(move |ctx| run(ctx, dtype, layouts, c, Policy::default(), None)),
                         );
-                        for &slices in splits {
-                            add(
-                                format!("{name}_forced_split_{slices}"),
-                                Box::new(move |ctx| {
-                                    run(ctx, dtype, layouts, c, Policy::default(), Some(slices))
-                                }),
-                            );
+                        let sixteen_bit = matches!(dtype, DType::F16 | DType::Bf16);
+                        let streaming = c.m.min(c.n) <= 16;
+                        for tensor in [false, true] {
+                            if (tensor && !sixteen_bit) || (!tensor && !streaming) {
+                                continue;
+                            }
+                            let kind = if tensor { "tensor" } else { "cuda_cores" };
+                            // Slices at least 32 deep (64 for the tensor form), as dispatch offers them.
+                            let min_depth = if tensor { 64 } else { 32 };
+                            for &slices in splits.iter().filter(|&&s| s == 1 || c.k / s >= min_depth) {
+                                let force = Some(Forced { tensor, slices });
+                                add(
+                                    format!("{name}_forced_{kind}_split_{slices}"),
+                                    Box::new(move |ctx| {
+                                        run(ctx, dtype, layouts, c, Policy::default(), force)
+                                    }),
+                                );
+                            }
                         }
                     }
                 }

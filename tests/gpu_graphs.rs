@@ -640,6 +640,18 @@ fn main() {
         Box::new(|c| gemm_plan(c, DType::F16, (1000, 7, 3001), 0.5, Some(("skinny_dot_f16", 8)))),
     );
     add(
+        "gemm_plan_skinny_tensor_split",
+        Box::new(|c| {
+            gemm_plan(
+                c,
+                DType::Bf16,
+                (700, 45, 2001),
+                1.0,
+                Some(("skinny_tensor_bf16", 4)),
+            )
+        }),
+    );
+    add(
         "gemm_plan_skinny_axpy_split",
         Box::new(|c| {
             let layouts = [Layout::Column, Layout::Row, Layout::Row];

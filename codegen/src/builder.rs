@@ -96,6 +96,10 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
         "cutlass_aot/skinny.cuh",
         include_str!("../cutlass_glue/include/cutlass_aot/skinny.cuh"),
     ),
+    (
+        "cutlass_aot/narrow.cuh",
+        include_str!("../cutlass_glue/include/cutlass_aot/narrow.cuh"),
+    ),
 ];
 
 /// Builds the kernels of one manifest into a crate.

@@ -1,6 +1,7 @@
 //! Skinny GEMMs as ways of dispatch: a product with at most 16 columns (as given or transposed)
-//! may run on the crate's own streaming kernels (`support::skinny`) instead of a CUTLASS tile that
-//! is mostly empty. Each kernel is described like any other ([`KernelInfo`]: operands, a design
+//! may run on the crate's own CUDA-core streaming kernels, one of 16-bit operands with at most 64
+//! columns on its tensor-core kernels (`support::skinny`), instead of a CUTLASS tile that is mostly
+//! empty (and, on a misaligned operand, reads it two bytes at a time). Each kernel is described like any other ([`KernelInfo`]: operands, a design
 //! whose values give the cost model its throughput), so the one selection engine ranks it beside
 //! CUTLASS's kernels.
 
@@ -15,18 +16,33 @@ use crate::model::{
     TensorAttributes,
 };
 use crate::select::Candidate;
-use crate::support::skinny::{dot_rows_per_block, Elements, Form, Skinny, AXPY_ROWS_PER_BLOCK, MAX_COLS};
+use crate::support::skinny::{
+    dot_rows_per_block, Skinny, AXPY_ROWS_PER_BLOCK, MAX_COLS, MAX_TENSOR_COLS, MIN_TENSOR_COLS,
+    TENSOR_ROWS_PER_BLOCK,
+};
+pub use crate::support::skinny::{Elements, Form};
 use crate::support::View;
 
-/// Split-K slices tried: powers of two, each slice at least [`MIN_SLICE_DEPTH`] deep.
+/// Split-K slices tried: powers of two, each slice at least [`min_slice_depth`] deep.
 const SLICES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
-const MIN_SLICE_DEPTH: usize = 32;
+
+/// The shallowest slice worth its partial sums: half a staged chunk of the tensor form, 32 else.
+const fn min_slice_depth(form: Form) -> usize {
+    match form {
+        Form::Tensor => 64,
+        _ => 32,
+    }
+}
 
 const NO_EXPR: Expr = Expr { text: "", code: &[] };
 
-/// The cost model's view of a streaming kernel (`select::cost::streaming_seconds`), fitted to 748
-/// timed configurations on an H100: per-element time at full occupancy (a base and a part per
-/// output column), each block's fixed time and each staged chunk of Y's.
+/// The cost model's view of a streaming kernel (`select::cost::streaming_seconds`), fitted to 1,611
+/// timed configurations of 260 random problems on an H100 (none of the held-out ones; RMS log
+/// error 0.33 for the CUDA-core forms, 0.21 for the tensor form): per-element time at full
+/// occupancy (a base and a part per output column), each block's fixed time, each staged chunk's
+/// and, for the tensor form, each output's (a CUDA-core form's output cost depends on whether D
+/// lies along its threads, which the model does not see: a term fitted over both ranked held-out
+/// problems worse).
 macro_rules! design {
     ($rows:expr, $acc_bytes:literal, $blocks_per_sm:literal, $fs:literal, $fs_col:literal) => {
         CustomDesign {
@@ -37,8 +53,8 @@ macro_rules! design {
                 ("blocks_per_sm", DesignValue::Int($blocks_per_sm)),
                 ("fs_per_element", DesignValue::Int($fs)),
                 ("fs_per_element_column", DesignValue::Int($fs_col)),
-                ("ns_per_block", DesignValue::Int(2725)),
-                ("ns_per_chunk", DesignValue::Int(919)),
+                ("ns_per_block", DesignValue::Int(2105)),
+                ("ns_per_chunk", DesignValue::Int(1648)),
                 ("chunk_entries", DesignValue::Int(32768 / $acc_bytes)),
                 ("partial_bytes", DesignValue::Int($acc_bytes)),
                 ("max_columns", DesignValue::Int(MAX_COLS as i64)),
@@ -51,10 +67,27 @@ macro_rules! design {
     };
 }
 
-static DOT: CustomDesign = design!(dot_rows_per_block(4), 4, 2, 0, 310);
-static DOT_WIDE: CustomDesign = design!(dot_rows_per_block(8), 8, 2, 0, 310);
-static AXPY: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 4, 4, 435, 53);
-static AXPY_WIDE: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 8, 4, 435, 53);
+static DOT: CustomDesign = design!(dot_rows_per_block(4), 4, 2, 1, 254);
+static DOT_WIDE: CustomDesign = design!(dot_rows_per_block(8), 8, 2, 1, 254);
+static AXPY: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 4, 4, 425, 41);
+static AXPY_WIDE: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 8, 4, 425, 41);
+static TENSOR: CustomDesign = CustomDesign {
+    tile: Shape3::new(TENSOR_ROWS_PER_BLOCK as u32, MAX_TENSOR_COLS as u32, 64),
+    values: &[
+        ("rows_per_block", DesignValue::Int(TENSOR_ROWS_PER_BLOCK as i64)),
+        ("blocks_per_sm", DesignValue::Int(2)),
+        ("fs_per_element", DesignValue::Int(234)),
+        ("fs_per_element_column", DesignValue::Int(16)),
+        ("ns_per_block", DesignValue::Int(1501)),
+        ("ns_per_chunk", DesignValue::Int(1327)),
+        ("fs_per_output", DesignValue::Int(8132)),
+        ("chunk_depth", DesignValue::Int(64)),
+        ("partial_bytes", DesignValue::Int(4)),
+        ("min_columns", DesignValue::Int(MIN_TENSOR_COLS as i64)),
+        ("max_columns", DesignValue::Int(MAX_TENSOR_COLS as i64)),
+    ],
+    ..AXPY
+};
 
 macro_rules! kernel {
     ($static:ident, $name:literal, $design:ident, $a:ident, $c:ident, $acc:ident, $layout_a:ident) => {
@@ -107,9 +140,13 @@ kernel!(AXPY_F32, "axpy_f32", AXPY, F32, F32, F32, Column);
 kernel!(AXPY_F64, "axpy_f64", AXPY_WIDE, F64, F64, F64, Column);
 kernel!(AXPY_F16_F32, "axpy_f16_f32", AXPY, F16, F32, F32, Column);
 kernel!(AXPY_BF16_F32, "axpy_bf16_f32", AXPY, Bf16, F32, F32, Column);
+kernel!(TENSOR_F16, "tensor_f16", TENSOR, F16, F16, F32, Row);
+kernel!(TENSOR_BF16, "tensor_bf16", TENSOR, Bf16, Bf16, F32, Row);
+kernel!(TENSOR_F16_F32, "tensor_f16_f32", TENSOR, F16, F32, F32, Row);
+kernel!(TENSOR_BF16_F32, "tensor_bf16_f32", TENSOR, Bf16, F32, F32, Row);
 
 /// Every skinny kernel with its element types and form.
-pub static KERNELS: [(&KernelInfo, Elements, Form); 12] = [
+pub static KERNELS: [(&KernelInfo, Elements, Form); 16] = [
     (&DOT_F16, Elements::F16, Form::Dot),
     (&DOT_BF16, Elements::Bf16, Form::Dot),
     (&DOT_F32, Elements::F32, Form::Dot),
@@ -122,14 +159,23 @@ pub static KERNELS: [(&KernelInfo, Elements, Form); 12] = [
     (&AXPY_F64, Elements::F64, Form::Axpy),
     (&AXPY_F16_F32, Elements::F16F32, Form::Axpy),
     (&AXPY_BF16_F32, Elements::Bf16F32, Form::Axpy),
+    (&TENSOR_F16, Elements::F16, Form::Tensor),
+    (&TENSOR_BF16, Elements::Bf16, Form::Tensor),
+    (&TENSOR_F16_F32, Elements::F16F32, Form::Tensor),
+    (&TENSOR_BF16_F32, Elements::Bf16F32, Form::Tensor),
 ];
 
-/// The skinny kernel's element types, if `kernel` is one.
-pub fn elements_of(kernel: &KernelInfo) -> Option<Elements> {
+/// The skinny kernel's element types and form, if `kernel` is one.
+pub fn skinny_of(kernel: &KernelInfo) -> Option<(Elements, Form)> {
     KERNELS
         .iter()
         .find(|(k, ..)| std::ptr::eq(*k, kernel))
-        .map(|(_, elements, _)| *elements)
+        .map(|(_, elements, form)| (*elements, *form))
+}
+
+/// The skinny kernel's element types, if `kernel` is one.
+pub fn elements_of(kernel: &KernelInfo) -> Option<Elements> {
+    skinny_of(kernel).map(|(elements, _)| elements)
 }
 
 fn kernel_for(a: DType, b: DType, c: DType, form: Form) -> Option<&'static KernelInfo> {
@@ -143,7 +189,8 @@ fn kernel_for(a: DType, b: DType, c: DType, form: Form) -> Option<&'static Kerne
 }
 
 /// The skinny ways of `operands` (checked by `validate`): each orientation whose product has at
-/// most 16 columns, at each split of K, on the kernel of its types and of X's layout.
+/// most 16 columns on the CUDA-core kernel of its types and of X's layout, at most 64 of 16-bit
+/// operands on the tensor-core kernel of its types, at each split of K.
 pub fn ways(
     signature: Signature,
     operands: &GemmOperands,
@@ -160,36 +207,35 @@ pub fn ways(
     }
     for orientation in [Orientation::AsGiven, Orientation::Transposed] {
         let oriented = orientation.problem(&problem);
-        if oriented.n > MAX_COLS {
-            continue;
-        }
-        let form = match oriented.layout_a {
+        let layout_form = match oriented.layout_a {
             Layout::Row => Form::Dot,
             _ => Form::Axpy,
         };
-        let Some(kernel) = kernel_for(oriented.element_a, oriented.element_b, oriented.element_c, form)
-        else {
-            continue;
-        };
-        if !policy.allows(kernel) {
-            continue;
-        }
-        let (key, work) = (key_of(&oriented), work_of(&oriented));
-        for slices in SLICES {
-            if slices > 1 && oriented.k / slices < MIN_SLICE_DEPTH {
-                break;
+        for form in [layout_form, Form::Tensor] {
+            let (a, b, c) = (oriented.element_a, oriented.element_b, oriented.element_c);
+            let Some(kernel) = kernel_for(a, b, c, form) else {
+                continue;
+            };
+            if oriented.n > form.max_cols() || !policy.allows(kernel) {
+                continue;
             }
-            out.push(Candidate {
-                kernel,
-                split_k: slices,
-                way: GemmWay {
-                    orientation,
-                    staged: None,
-                },
-                key,
-                work: work.clone(),
-                margin: 1.0,
-            });
+            let (key, work) = (key_of(&oriented), work_of(&oriented));
+            for slices in SLICES {
+                if slices > 1 && oriented.k / slices < min_slice_depth(form) {
+                    break;
+                }
+                out.push(Candidate {
+                    kernel,
+                    split_k: slices,
+                    way: GemmWay {
+                        orientation,
+                        staged: None,
+                    },
+                    key,
+                    work: work.clone(),
+                    margin: 1.0,
+                });
+            }
         }
     }
     out
@@ -218,7 +264,7 @@ pub(crate) fn launch_of(
     operands: &GemmOperands,
     partials: u64,
 ) -> Result<Skinny, Error> {
-    let elements = elements_of(selection.kernel).ok_or_else(|| {
+    let (elements, form) = skinny_of(selection.kernel).ok_or_else(|| {
         Error::invalid(
             "dispatch",
             format!("{} is not a skinny kernel", selection.kernel.name),
@@ -237,6 +283,7 @@ pub(crate) fn launch_of(
     let (rows, cols) = if t { (n, m) } else { (m, n) };
     Ok(Skinny {
         elements,
+        form,
         x,
         y,
         c,

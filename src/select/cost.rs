@@ -226,10 +226,11 @@ const STREAMING_BYTES_PER_SECOND: f64 = 2.6e12;
 
 /// The time of a streaming kernel (the crate's skinny GEMMs, `dispatch::skinny`) on `work`, from the
 /// throughput its design states: blocks of `rows_per_block` rows, `blocks_per_sm` resident per SM,
-/// each a fixed time, a time per staged chunk of the small operand (`chunk_entries` of it: depth ×
-/// columns), and a time per element of the
-/// large one (a base and a part per output column, the column count rounded up to a power of two)
-/// at full occupancy; in waves of resident blocks; never under its bytes at streaming bandwidth.
+/// each a fixed time, a time per staged chunk (`chunk_depth` deep, or `chunk_entries` of the small
+/// operand: depth × columns), and a time per element of the large one (a base and a part per
+/// output column, the column count rounded up to a power of two, at least `min_columns`) at full
+/// occupancy; in waves of resident blocks; plus a time per output written (`fs_per_output`); never
+/// under its bytes at streaming bandwidth.
 /// A split adds its partial sums and the reduction's launch. `None` for a design without them.
 pub fn streaming_seconds(
     design: &CustomDesign,
@@ -245,13 +246,19 @@ pub fn streaming_seconds(
     let slots = value("blocks_per_sm")?.max(1.0) * multiprocessors.max(1) as f64;
     let (fs, fs_col) = (value("fs_per_element")?, value("fs_per_element_column")?);
     let (ns_block, ns_chunk) = (value("ns_per_block")?, value("ns_per_chunk")?);
-    let chunk_entries = value("chunk_entries")?;
+    // A chunk of a fixed depth, or of `chunk_entries` (depth × columns) of the small operand.
+    let chunk_depth = value("chunk_depth");
+    let chunk_entries = value("chunk_entries");
+    let min_columns = value("min_columns").unwrap_or(1.0);
+    let fs_output = value("fs_per_output").unwrap_or(0.0);
     let partial_bytes = value("partial_bytes")?;
     let slices = slices.max(1) as f64;
     let mut seconds = 0.0;
     for p in work.launches.iter().flatten() {
-        let columns = (p.n.max(1).next_power_of_two()) as f64;
-        let chunk_depth = (chunk_entries / columns).floor().clamp(1.0, 1024.0);
+        let columns = (p.n.max(1).next_power_of_two() as f64).max(min_columns);
+        let chunk_depth = chunk_depth
+            .or(chunk_entries.map(|e| (e / columns).floor()))?
+            .clamp(1.0, 1024.0);
         let (rows, depth, batch) = (p.m as f64, p.k.max(1) as f64, p.batch.max(1) as f64);
         let blocks = (rows / rows_per_block).ceil() * slices * batch;
         let slice_depth = (depth / slices).ceil();
@@ -259,7 +266,9 @@ pub fn streaming_seconds(
         let block = ns_block * 1e-9
             + ns_chunk * 1e-9 * (slice_depth / chunk_depth).ceil()
             + rows_per_block * slice_depth * per_element * slots;
-        seconds += (blocks / slots).ceil() * block;
+        // Outputs (or each slice's partial sums) written, as the block's epilogue writes them.
+        let outputs = rows * p.n as f64 * batch * slices;
+        seconds += (blocks / slots).ceil() * block + outputs * fs_output * 1e-15;
         if slices > 1.0 {
             let partials = 2.0 * slices * rows * p.n as f64 * batch * partial_bytes;
             seconds += LAUNCH_SECONDS + partials / STREAMING_BYTES_PER_SECOND;

@@ -1,6 +1,7 @@
-//! Launches of the skinny GEMM kernels (`cutlass_aot/skinny.cuh`): out = alpha·X·Y + beta·C for at
-//! most 16 output columns, any strides, on CUDA cores at memory speed. [`crate::dispatch`] ranks
-//! them beside CUTLASS's kernels (`dispatch::skinny`).
+//! Launches of the skinny GEMM kernels: out = alpha·X·Y + beta·C for few output columns, any
+//! strides — at most 16 on CUDA cores at memory speed (`cutlass_aot/skinny.cuh`), at most 64 of
+//! 16-bit operands on tensor cores (`cutlass_aot/narrow.cuh`). [`crate::dispatch`] ranks them beside
+//! CUTLASS's kernels (`dispatch::skinny`).
 
 use std::ffi::CStr;
 
@@ -9,13 +10,18 @@ use cudarc::driver::CudaStream;
 use super::{launch_grid, View};
 use crate::error::Error;
 
-/// The most output columns a skinny kernel computes.
+/// The most output columns a CUDA-core (dot or axpy) skinny kernel computes.
 pub const MAX_COLS: usize = 16;
+/// The most output columns a tensor-core skinny kernel computes, and the fewest its tile has.
+pub const MAX_TENSOR_COLS: usize = 64;
+pub const MIN_TENSOR_COLS: usize = 16;
 
-/// Threads per block and rows per block of each form (as `skinny.cuh` defines them).
+/// Threads per block and rows per block of each form (as `skinny.cuh` and `narrow.cuh` define them).
 pub const DOT_THREADS: u32 = 256;
 pub const AXPY_THREADS: u32 = 128;
 pub const AXPY_ROWS_PER_BLOCK: usize = 256;
+pub const TENSOR_THREADS: u32 = 256;
+pub const TENSOR_ROWS_PER_BLOCK: usize = 128;
 
 /// Rows one block of the dot form computes: 8 warps of 4 rows (2 with f64 accumulators).
 pub const fn dot_rows_per_block(accumulator_bytes: usize) -> usize {
@@ -26,13 +32,25 @@ pub const fn dot_rows_per_block(accumulator_bytes: usize) -> usize {
     }
 }
 
-/// Which of X's dimensions is contiguous, and so how the kernel walks it.
+/// How the kernel walks X.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Form {
     /// X's rows contiguous along depth: lanes along depth, shuffled sums.
     Dot,
     /// X's columns contiguous along rows: a thread per row.
     Axpy,
+    /// Either layout, staged through shared memory into tensor-core fragments (16-bit X and Y).
+    Tensor,
+}
+
+impl Form {
+    /// The most output columns the form computes.
+    pub const fn max_cols(self) -> usize {
+        match self {
+            Form::Tensor => MAX_TENSOR_COLS,
+            _ => MAX_COLS,
+        }
+    }
 }
 
 /// The element types of a skinny kernel: A and B, and C/D.
@@ -80,6 +98,8 @@ struct SkinnyArgs {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Skinny {
     pub(crate) elements: Elements,
+    /// Dot or axpy must match X's layout (see [`Form`]).
+    pub(crate) form: Form,
     pub(crate) x: View,
     pub(crate) y: View,
     /// C (read only when beta ≠ 0) and D.
@@ -96,15 +116,6 @@ pub(crate) struct Skinny {
 }
 
 impl Skinny {
-    /// The form X's strides call for.
-    pub fn form(&self) -> Form {
-        if self.x.col_stride == 1 {
-            Form::Dot
-        } else {
-            Form::Axpy
-        }
-    }
-
     /// Bytes of partial sums `slices` slices need (0 without a split).
     pub fn partial_bytes(elements: Elements, rows: usize, cols: usize, batch: usize, slices: usize) -> usize {
         if slices <= 1 {
@@ -122,16 +133,32 @@ impl Skinny {
         if self.rows == 0 || self.cols == 0 || self.batch == 0 {
             return Ok(());
         }
-        if self.cols > MAX_COLS || self.slices == 0 || self.slices > 65535 {
+        let form = self.form;
+        let walks = match form {
+            Form::Dot => self.x.col_stride == 1,
+            Form::Axpy => self.x.row_stride == 1,
+            Form::Tensor => !matches!(self.elements, Elements::F32 | Elements::F64),
+        };
+        if !walks || self.cols > form.max_cols() || self.slices == 0 || self.slices > 65535 {
             return Err(Error::invalid(
                 "skinny GEMM",
                 format!(
-                    "{} columns in {} slices: a skinny kernel computes 1 to {MAX_COLS} columns in 1 to 65535 slices",
-                    self.cols, self.slices
+                    "{:?} form of {:?} on X strides ({}, {}), {} columns, {} slices: the dot form reads rows \
+                     contiguous along depth, the axpy form columns contiguous along rows, the tensor form 16-bit \
+                     operands; at most {} columns; 1 to 65535 slices",
+                    form,
+                    self.elements,
+                    self.x.row_stride,
+                    self.x.col_stride,
+                    self.cols,
+                    self.slices,
+                    form.max_cols()
                 ),
             ));
         }
-        let slices = self.slices.min(self.depth.max(1));
+        // Slices of whole depth; fewer where rounding leaves the last ones nothing to do.
+        let slice_depth = self.depth.max(1).div_ceil(self.slices.min(self.depth.max(1)));
+        let slices = self.depth.max(1).div_ceil(slice_depth);
         let args = SkinnyArgs {
             x: self.x,
             y: self.y,
@@ -141,17 +168,17 @@ impl Skinny {
             cols: self.cols as i64,
             depth: self.depth as i64,
             batch: self.batch as i64,
-            slice_depth: self.depth.div_ceil(slices) as i64,
+            slice_depth: slice_depth as i64,
             partials: self.partials,
             alpha: self.alpha,
             beta: self.beta,
             slices: slices as i32,
             reserved: 0,
         };
-        let form = self.form();
         let (rows_per_block, threads) = match form {
             Form::Dot => (dot_rows_per_block(self.elements.accumulator_bytes()), DOT_THREADS),
             Form::Axpy => (AXPY_ROWS_PER_BLOCK, AXPY_THREADS),
+            Form::Tensor => (TENSOR_ROWS_PER_BLOCK, TENSOR_THREADS),
         };
         let blocks = self.rows.div_ceil(rows_per_block);
         if blocks > i32::MAX as usize {
@@ -193,6 +220,14 @@ fn entry(elements: Elements, form: Form, cols: usize) -> &'static CStr {
             }
         };
     }
+    macro_rules! widths32 {
+        ($name:literal) => {
+            match form {
+                Form::Dot | Form::Tensor => widths!("dot", $name),
+                Form::Axpy => widths!("axpy", $name),
+            }
+        };
+    }
     macro_rules! concat_cstr {
         ($form:literal, $name:literal, $n:literal) => {
             const {
@@ -205,19 +240,40 @@ fn entry(elements: Elements, form: Form, cols: usize) -> &'static CStr {
             }
         };
     }
+    macro_rules! tensor {
+        ($name:literal) => {
+            match cols {
+                0..=16 => narrow!($name, "_n16"),
+                17..=32 => narrow!($name, "_n32"),
+                _ => narrow!($name, "_n64"),
+            }
+        };
+    }
+    macro_rules! narrow {
+        ($name:literal, $n:literal) => {
+            const {
+                match CStr::from_bytes_with_nul(concat!("cutlass_aot_narrow_", $name, $n, "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a kernel name without an interior NUL"),
+                }
+            }
+        };
+    }
     macro_rules! forms {
         ($name:literal) => {
             match form {
                 Form::Dot => widths!("dot", $name),
                 Form::Axpy => widths!("axpy", $name),
+                Form::Tensor => tensor!($name),
             }
         };
     }
+    // Tensor forms exist for 16-bit operands only (`enqueue` refuses the others first).
     match elements {
         Elements::F16 => forms!("f16"),
         Elements::Bf16 => forms!("bf16"),
-        Elements::F32 => forms!("f32"),
-        Elements::F64 => forms!("f64"),
+        Elements::F32 => widths32!("f32"),
+        Elements::F64 => widths32!("f64"),
         Elements::F16F32 => forms!("f16_f32"),
         Elements::Bf16F32 => forms!("bf16_f32"),
     }
@@ -263,6 +319,15 @@ mod tests {
             let tag = name.trim_start_matches("cutlass_aot_skinny_reduce_");
             assert!(source.contains(&format!("CUTLASS_AOT_SKINNY({tag},")), "{tag}");
         }
+        assert_eq!(
+            entry(Elements::Bf16, Form::Tensor, 33).to_str().unwrap(),
+            "cutlass_aot_narrow_bf16_n64"
+        );
+        let narrow = include_str!("../../codegen/cutlass_glue/include/cutlass_aot/narrow.cuh");
+        for tag in ["f16", "bf16", "f16_f32", "bf16_f32"] {
+            assert!(narrow.contains(&format!("CUTLASS_AOT_NARROW({tag},")), "{tag}");
+        }
+        assert!(narrow.contains("constexpr int kRows = 16 * kWarps;") && narrow.contains("kWarps = 8;"));
         assert_eq!(dot_rows_per_block(8), 16);
         assert!(source.contains("sizeof(Acc) == 8 ? 2 : 4"));
     }

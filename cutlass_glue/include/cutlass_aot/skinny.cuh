@@ -130,7 +130,7 @@ __device__ void dot(const cutlass_aot_skinny_args& a) {
   const int64_t row0 = (int64_t)blockIdx.x * (kDotWarps * kDotRows) + warp * kDotRows;
   const int64_t slice = blockIdx.y;
   const int64_t k_begin = slice * a.slice_depth;
-  const int64_t k_end = slice + 1 == a.slices ? a.depth : k_begin + a.slice_depth;
+  const int64_t k_end = slice + 1 == a.slices ? a.depth : min(a.depth, k_begin + a.slice_depth);
   for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z) {
     const T* xr[kDotRows];
 #pragma unroll
@@ -193,7 +193,7 @@ __device__ void axpy(const cutlass_aot_skinny_args& a) {
   const int64_t row0 = (int64_t)blockIdx.x * (kAxpyThreads * kAxpyRows) + threadIdx.x;
   const int64_t slice = blockIdx.y;
   const int64_t k_begin = slice * a.slice_depth;
-  const int64_t k_end = slice + 1 == a.slices ? a.depth : k_begin + a.slice_depth;
+  const int64_t k_end = slice + 1 == a.slices ? a.depth : min(a.depth, k_begin + a.slice_depth);
   for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z) {
     const T* xr[kAxpyRows];
 #pragma unroll

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""The cost constants of the skinny GEMM kernels (src/dispatch/skinny.rs) against timings of
+bench/skinny/harness.cu: the RMS log error of the model select::cost::streaming_seconds computes,
+with the committed constants, and (--refit) constants a random search finds from them.
+
+    python3 bench/skinny/fit.py bench/results/h100_2026-11-27_issue26_skinny_fit.jsonl [--refit]
+"""
+import json
+import math
+import random
+import sys
+
+SMS = 132
+BYTES_PER_SECOND = 2.6e12
+LAUNCH = 2.5e-6
+ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+# As src/dispatch/skinny.rs states them (fs: femtoseconds, ns: nanoseconds).
+CONSTANTS = {
+    "dot": {"fs": 1, "fs_col": 254, "ns_block": 2105, "ns_chunk": 1648, "fs_output": 0},
+    "axpy": {"fs": 425, "fs_col": 41, "ns_block": 2105, "ns_chunk": 1648, "fs_output": 0},
+    "narrow": {"fs": 234, "fs_col": 16, "ns_block": 1501, "ns_chunk": 1327, "fs_output": 8132},
+}
+
+
+def model(c, form, e, rows, cols, k, batch, slices):
+    """Microseconds, as streaming_seconds (slices as the launch runs them: none empty)."""
+    acc = 8 if e == 8 and form != "narrow" else 4
+    if form == "narrow":
+        rpb, slots, columns, depth = 128, 2 * SMS, max(16, 1 << (cols - 1).bit_length()), 64
+    else:
+        columns = 1 << (cols - 1).bit_length() if cols > 1 else 1
+        depth = min(1024, (32768 // acc) // columns)
+        rpb, slots = ((16 if e == 8 else 32), 2 * SMS) if form == "dot" else (256, 4 * SMS)
+    per = (c["fs"] + c["fs_col"] * columns) * 1e-15
+    sd = math.ceil(k / slices)
+    sl = math.ceil(k / sd)
+    blocks = math.ceil(rows / rpb) * sl * batch
+    block = c["ns_block"] * 1e-9 + c["ns_chunk"] * 1e-9 * math.ceil(sd / depth) + rpb * sd * per * slots
+    t = math.ceil(blocks / slots) * block + rows * cols * batch * sl * c["fs_output"] * 1e-15
+    if sl > 1:
+        t += LAUNCH + 2 * sl * rows * cols * batch * acc / BYTES_PER_SECOND
+    moved = (rows * k + k * cols + rows * cols) * e * batch
+    return (max(t, moved / BYTES_PER_SECOND) + LAUNCH) * 1e6
+
+
+def rms(c, form, rows):
+    errors = []
+    for r in rows:
+        big, small = (r["n"], r["m"]) if r["orient"] else (r["m"], r["n"])
+        us = model(c, form, ELEMENT_BYTES[r["dtype"]], big, small, r["k"], r["batch"], r["slices"])
+        errors.append(math.log(us / r["us"]) ** 2)
+    return math.sqrt(sum(errors) / len(errors))
+
+
+def main():
+    rows = [json.loads(line) for line in open(sys.argv[1])]
+    good = [r for r in rows if r["status"] == "no error" and r["rel"] < (1e-2 if ELEMENT_BYTES[r["dtype"]] == 2 else 1e-5)]
+    print(f"{len(good)} of {len(rows)} timings verified")
+    random.seed(3)
+    for form, c in CONSTANTS.items():
+        subset = [r for r in good if r["form"] == form]
+        best = rms(c, form, subset)
+        print(f"{form:<7} {len(subset):4} timings, RMS log error {best:.3f} with {c}")
+        if "--refit" in sys.argv:
+            for _ in range(3000):
+                trial = dict(c)
+                key = random.choice(list(trial))
+                trial[key] = max(1, trial[key] * math.exp(random.gauss(0, 0.2)))
+                error = rms(trial, form, subset)
+                if error < best:
+                    best, c = error, trial
+            print(f"        refit: {best:.3f} with { {k: round(v) for k, v in c.items()} }")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+// Times and checks the skinny GEMM kernels (cutlass_aot/skinny.cuh, narrow.cuh) outside the crate:
+// for each problem on stdin ("dtype layout m n k batch", layout = A and B letters, t row-major,
+// n column-major, C row-major) every orientation with at most 16 (CUDA-core forms) or 64 (tensor
+// form, 16-bit) columns at every split of K, one JSON line each: the mean of 20 back-to-back
+// launches (kernel + reduction) and the relative error against an f64 reference on the GPU. The
+// timings fit the cost constants of dispatch::skinny (bench/skinny/fit.py).
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I cutlass_glue/include -cudart static bench/skinny/harness.cu
+#define CUTLASS_AOT_DEVICE_PASS 1
+#include "cutlass_aot/narrow.cuh"
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+#include <cuda_runtime.h>
+
+template <typename T> __global__ void fill(T* p, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995; h ^= h >> 15;
+    float v = ((h & 0xffff) / 32768.0f) - 1.0f;
+    p[i] = cutlass_aot_skinny::from_acc<T>(v);
+  }
+}
+template <typename T> __global__ void ref(cutlass_aot_view A, cutlass_aot_view B, double* D, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  int64_t total = m * n * batch;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t b = e / (m * n), i = (e / n) % m, j = e % n; double s = 0;
+    for (int64_t kk = 0; kk < k; ++kk) s += (double)cutlass_aot_skinny::to_f32(*cutlass_aot_skinny::at<T>(A, b, i, kk)) * (double)cutlass_aot_skinny::to_f32(*cutlass_aot_skinny::at<T>(B, b, kk, j));
+    D[e] = s;
+  }
+}
+template <> __global__ void ref<double>(cutlass_aot_view A, cutlass_aot_view B, double* D, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  int64_t total = m * n * batch;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t b = e / (m * n), i = (e / n) % m, j = e % n; double s = 0;
+    for (int64_t kk = 0; kk < k; ++kk) s += *cutlass_aot_skinny::at<double>(A, b, i, kk) * *cutlass_aot_skinny::at<double>(B, b, kk, j);
+    D[e] = s;
+  }
+}
+template <typename T> __global__ void err(cutlass_aot_view D, const double* R, int64_t m, int64_t n, int64_t batch, double* out) {
+  int64_t total = m * n * batch;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t b = e / (m * n), i = (e / n) % m, j = e % n;
+    double v = (double)cutlass_aot_skinny::to_acc<double>(*cutlass_aot_skinny::at<T>(D, b, i, j));
+    double d = fabs(v - R[e]);
+    atomicAdd(&out[0], d * d); atomicAdd(&out[1], R[e] * R[e]);
+  }
+}
+
+typedef void (*kfn)(cutlass_aot_skinny_args);
+#define NSLIST(NAME, FORM) {(void*)cutlass_aot_skinny_##FORM##_##NAME##_n1,(void*)cutlass_aot_skinny_##FORM##_##NAME##_n2,(void*)cutlass_aot_skinny_##FORM##_##NAME##_n4,(void*)cutlass_aot_skinny_##FORM##_##NAME##_n8,(void*)cutlass_aot_skinny_##FORM##_##NAME##_n16}
+
+cutlass_aot_view view(uint64_t base, bool rowmajor, int64_t rows, int64_t cols, int64_t bs) {
+  cutlass_aot_view v; v.base = base; v.batch_stride = bs;
+  if (rowmajor) { v.row_stride = cols; v.col_stride = 1; } else { v.row_stride = 1; v.col_stride = rows; }
+  return v;
+}
+cutlass_aot_view tr(cutlass_aot_view v) { std::swap(v.row_stride, v.col_stride); return v; }
+
+template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void* red, void* nar[4], std::string lay, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  T *A, *B, *D; double *R, *E;
+  cudaMalloc(&A, sizeof(T) * m * k * batch + 64); cudaMalloc(&B, sizeof(T) * k * n * batch + 64); cudaMalloc(&D, sizeof(T) * m * n * batch + 64);
+  cudaMalloc(&R, 8 * m * n * batch); cudaMalloc(&E, 16);
+  fill<<<1024, 256>>>(A, m * k * batch, 1); fill<<<1024, 256>>>(B, k * n * batch, 2);
+  cutlass_aot_view va = view((uint64_t)A, lay[0] == 't', m, k, m * k), vb = view((uint64_t)B, lay[1] == 't', k, n, k * n), vd = view((uint64_t)D, true, m, n, m * n);
+  ref<T><<<1024, 256>>>(va, vb, R, m, n, k, batch);
+  void* partials; size_t pbytes = (size_t)64 * m * n * batch * 8 + 256; cudaMalloc(&partials, pbytes);
+  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+  for (int orient = 0; orient < 2; ++orient) {
+    int64_t rows = orient ? n : m, cols = orient ? m : n;
+   for (int kind = 0; kind < 2; ++kind) {
+    if (kind == 0 && cols > 16) continue;
+    if (kind == 1 && (cols > 64 || nar == nullptr)) continue;
+    cutlass_aot_skinny_args a{};
+    a.x = orient ? tr(vb) : va; a.y = orient ? tr(va) : vb; a.d = orient ? tr(vd) : vd; a.c = a.d;
+    a.rows = rows; a.cols = cols; a.depth = k; a.batch = batch; a.alpha = 1; a.beta = 0; a.partials = (uint64_t)partials;
+    int nsi = cols <= 1 ? 0 : cols <= 2 ? 1 : cols <= 4 ? 2 : cols <= 8 ? 3 : 4;
+    bool dotform = a.x.col_stride == 1;
+    void* f = dotform ? dot[nsi] : axpy[nsi];
+    int64_t rpb = dotform ? 8 * (sizeof(T) == 8 ? 2 : 4) : 256; int threads = dotform ? 256 : 128;
+    int nci = cols <= 16 ? 0 : cols <= 32 ? 1 : cols <= 64 ? 2 : 3;
+    if (kind == 1) { f = nar[nci]; rpb = 128; threads = 256; nsi = 4 + nci; }
+    for (int slices = 1; slices <= 64; slices *= 2) {
+      if (kind == 1 && slices > 1 && k / slices < 64) break;
+      if (slices > 1 && k / slices < 32) break;
+      a.slices = slices; a.slice_depth = (k + slices - 1) / slices;
+      dim3 grid((unsigned)((rows + rpb - 1) / rpb), slices, (unsigned)std::min<int64_t>(batch, 65535));
+      void* params[] = {&a};
+      auto launch = [&]() {
+        cudaLaunchKernel(f, grid, dim3(threads), params, 0, 0);
+        if (slices > 1) cudaLaunchKernel(red, dim3((unsigned)std::min<int64_t>((rows * cols * batch + 255) / 256, 2048)), dim3(256), params, 0, 0);
+      };
+      launch(); cudaDeviceSynchronize();
+      cudaMemset(E, 0, 16); err<T><<<1024, 256>>>(vd, R, m, n, batch, E); double h[2]; cudaMemcpy(h, E, 16, cudaMemcpyDeviceToHost);
+      for (int i = 0; i < 3; ++i) launch();
+      int iters = 20; cudaEventRecord(e0); for (int i = 0; i < iters; ++i) launch(); cudaEventRecord(e1); cudaEventSynchronize(e1);
+      float ms; cudaEventElapsedTime(&ms, e0, e1);
+      cudaError_t st = cudaGetLastError();
+      if (st != cudaSuccess) fprintf(stderr, "%s\n", cudaGetErrorString(st));
+      printf("{\"dtype\":\"%s\",\"layout\":\"%s\",\"m\":%ld,\"n\":%ld,\"k\":%ld,\"batch\":%ld,\"orient\":%d,\"form\":\"%s\",\"ns\":%d,\"slices\":%d,\"us\":%.2f,\"rel\":%.3g,\"status\":\"%s\"}\n",
+             dt, lay.c_str(), m, n, k, batch, orient, kind ? "narrow" : dotform ? "dot" : "axpy", 1 << nsi, slices, ms * 1000 / iters, sqrt(h[0] / (h[1] + 1e-300)), cudaGetErrorString(st));
+    }
+   }
+  }
+  cudaFree(A); cudaFree(B); cudaFree(D); cudaFree(R); cudaFree(E); cudaFree(partials);
+}
+
+int main() {
+  void* d16[] = NSLIST(f16, dot); void* a16[] = NSLIST(f16, axpy);
+  void* db[] = NSLIST(bf16, dot); void* ab[] = NSLIST(bf16, axpy);
+  void* d32[] = NSLIST(f32, dot); void* a32[] = NSLIST(f32, axpy);
+  void* d64[] = NSLIST(f64, dot); void* a64[] = NSLIST(f64, axpy);
+  void* n16[] = {(void*)cutlass_aot_narrow_f16_n16, (void*)cutlass_aot_narrow_f16_n32, (void*)cutlass_aot_narrow_f16_n64, (void*)cutlass_aot_narrow_f16_n64};
+  void* nb16[] = {(void*)cutlass_aot_narrow_bf16_n16, (void*)cutlass_aot_narrow_bf16_n32, (void*)cutlass_aot_narrow_bf16_n64, (void*)cutlass_aot_narrow_bf16_n64};
+  char dt[16], lay[8]; long m, n, k, b;
+  while (scanf("%15s %7s %ld %ld %ld %ld", dt, lay, &m, &n, &k, &b) == 6) {
+    std::string d = dt;
+    if (d == "f16") run<__half>(dt, d16, a16, (void*)cutlass_aot_skinny_reduce_f16, n16, lay, m, n, k, b);
+    else if (d == "bf16") run<__nv_bfloat16>(dt, db, ab, (void*)cutlass_aot_skinny_reduce_bf16, nb16, lay, m, n, k, b);
+    else if (d == "f32") run<float>(dt, d32, a32, (void*)cutlass_aot_skinny_reduce_f32, nullptr, lay, m, n, k, b);
+    else if (d == "f64") run<double>(dt, d64, a64, (void*)cutlass_aot_skinny_reduce_f64, nullptr, lay, m, n, k, b);
+    fflush(stdout);
+  }
+}
