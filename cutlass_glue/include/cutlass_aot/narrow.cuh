@@ -45,7 +45,7 @@ __device__ __forceinline__ uint32_t pack(uint16_t lo, uint16_t hi) { return (uin
 // k_stride], zero outside `valid_lines` x `len`) into shared memory: `k_inner` lays it out as
 // dst[line * kPitch + k], else as dst[k * (kLines + 8) + line]. Threads walk the layout's inner
 // dimension (coalesced where memory is contiguous along it), each stepping its address by a
-// constant along the outer one; eight loads in flight before their stores.
+// constant along the outer one; 16 loads in flight before their stores.
 template <int kLines, int kThreads>
 __device__ __forceinline__ void stage(const uint16_t* base, int64_t line_stride, int64_t k_stride, int valid_lines,
                                       int len, bool k_inner, uint16_t* dst) {
@@ -60,7 +60,7 @@ __device__ __forceinline__ void stage(const uint16_t* base, int64_t line_stride,
   const bool inner_ok = i < inner_limit;
   const int dst_outer = k_inner ? kPitch : kLines + 8;
   uint16_t* d = dst + o * dst_outer + i;
-  constexpr int kBatch = kCount < 8 ? kCount : 8;
+  constexpr int kBatch = kCount < 16 ? kCount : 16;
 #pragma unroll 1
   for (int q0 = 0; q0 < kCount; q0 += kBatch) {
     uint16_t v[kBatch];
@@ -151,7 +151,7 @@ __device__ void narrow(const cutlass_aot_skinny_args& a) {
 }  // namespace cutlass_aot_narrow
 
 #define CUTLASS_AOT_NARROW_NC(NAME, T, TC, NC)                                                            \
-  extern "C" __global__ void __launch_bounds__(256, 2) cutlass_aot_narrow_##NAME##_n##NC(                \
+  extern "C" __global__ void __launch_bounds__(256, 3) cutlass_aot_narrow_##NAME##_n##NC(                \
       const cutlass_aot_skinny_args args) {                                                               \
     cutlass_aot_narrow::narrow<T, TC, NC>(args);                                                          \
   }
