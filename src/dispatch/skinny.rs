@@ -339,3 +339,28 @@ pub(crate) unsafe fn launch(
     drop(scratch);
     launched
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::cost::{gemm_bytes, kernel_seconds, Piece, Work};
+
+    fn work(m: usize, n: usize, k: usize) -> Work {
+        let piece = Piece::new(m, n, k, 1);
+        Work::single(piece, gemm_bytes(piece, [16, 16, 16], false))
+    }
+
+    /// The model the designs state: splitting a deep product over few rows pays, the tensor form
+    /// costs less per column than the CUDA-core one, and nothing beats its bytes.
+    #[test]
+    fn the_model_splits_deep_products_and_favours_tensor_cores_for_wide_ones() {
+        let deep = work(64, 4, 60000);
+        assert!(kernel_seconds(&DOT_F16, &deep, 16, 132) < kernel_seconds(&DOT_F16, &deep, 1, 132) / 4.0);
+        let sixteen = work(50000, 16, 4096);
+        assert!(kernel_seconds(&TENSOR_F16, &sixteen, 1, 132) < kernel_seconds(&DOT_F16, &sixteen, 1, 132));
+        let vector = work(100000, 1, 8192);
+        let floor = vector.bytes / 2.6e12;
+        assert!(kernel_seconds(&AXPY_F16, &vector, 1, 132) >= floor);
+        assert!(kernel_seconds(&AXPY_F16, &vector, 1, 132) < 2.0 * floor + 1e-5);
+    }
+}

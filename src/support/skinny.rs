@@ -137,9 +137,10 @@ impl Skinny {
         let walks = match form {
             Form::Dot => self.x.col_stride == 1,
             Form::Axpy => self.x.row_stride == 1,
-            Form::Tensor => !matches!(self.elements, Elements::F32 | Elements::F64),
+            Form::Tensor => true,
         };
-        if !walks || self.cols > form.max_cols() || self.slices == 0 || self.slices > 65535 {
+        let fits = walks && self.cols <= form.max_cols() && (1..=65535).contains(&self.slices);
+        let Some(entry) = entry(self.elements, form, self.cols).filter(|_| fits) else {
             return Err(Error::invalid(
                 "skinny GEMM",
                 format!(
@@ -155,7 +156,7 @@ impl Skinny {
                     form.max_cols()
                 ),
             ));
-        }
+        };
         // Slices of whole depth; fewer where rounding leaves the last ones nothing to do.
         let slice_depth = self.depth.max(1).div_ceil(self.slices.min(self.depth.max(1)));
         let slices = self.depth.max(1).div_ceil(slice_depth);
@@ -188,7 +189,6 @@ impl Skinny {
             ));
         }
         let grid = (blocks as u32, slices as u32, self.batch.min(65535) as u32);
-        let entry = entry(self.elements, form, self.cols);
         unsafe { launch_grid(stream, entry, &args, grid, (threads, 1, 1))? };
         if slices > 1 {
             let total = self.rows * self.cols * self.batch;
@@ -207,75 +207,55 @@ impl Skinny {
     }
 }
 
-/// The kernel of `elements` and `form` for `cols` columns (the next power of two).
-fn entry(elements: Elements, form: Form, cols: usize) -> &'static CStr {
-    macro_rules! widths {
-        ($form:literal, $name:literal) => {
-            match cols {
-                0..=1 => concat_cstr!($form, $name, "_n1"),
-                2 => concat_cstr!($form, $name, "_n2"),
-                3..=4 => concat_cstr!($form, $name, "_n4"),
-                5..=8 => concat_cstr!($form, $name, "_n8"),
-                _ => concat_cstr!($form, $name, "_n16"),
-            }
-        };
-    }
-    macro_rules! widths32 {
-        ($name:literal) => {
-            match form {
-                Form::Dot | Form::Tensor => widths!("dot", $name),
-                Form::Axpy => widths!("axpy", $name),
-            }
-        };
-    }
-    macro_rules! concat_cstr {
-        ($form:literal, $name:literal, $n:literal) => {
+/// The kernel of `elements` and `form` for `cols` columns (the next power of two the form has);
+/// `None` for the tensor form of f32 or f64 (it takes 16-bit operands only).
+fn entry(elements: Elements, form: Form, cols: usize) -> Option<&'static CStr> {
+    macro_rules! name {
+        ($($part:literal),+) => {
             const {
-                match CStr::from_bytes_with_nul(
-                    concat!("cutlass_aot_skinny_", $form, "_", $name, $n, "\0").as_bytes(),
-                ) {
+                match CStr::from_bytes_with_nul(concat!($($part),+, "\0").as_bytes()) {
                     Ok(name) => name,
                     Err(_) => panic!("a kernel name without an interior NUL"),
                 }
+            }
+        };
+    }
+    macro_rules! widths {
+        ($form:literal, $name:literal) => {
+            match cols {
+                0..=1 => name!("cutlass_aot_skinny_", $form, "_", $name, "_n1"),
+                2 => name!("cutlass_aot_skinny_", $form, "_", $name, "_n2"),
+                3..=4 => name!("cutlass_aot_skinny_", $form, "_", $name, "_n4"),
+                5..=8 => name!("cutlass_aot_skinny_", $form, "_", $name, "_n8"),
+                _ => name!("cutlass_aot_skinny_", $form, "_", $name, "_n16"),
             }
         };
     }
     macro_rules! tensor {
         ($name:literal) => {
             match cols {
-                0..=16 => narrow!($name, "_n16"),
-                17..=32 => narrow!($name, "_n32"),
-                _ => narrow!($name, "_n64"),
-            }
-        };
-    }
-    macro_rules! narrow {
-        ($name:literal, $n:literal) => {
-            const {
-                match CStr::from_bytes_with_nul(concat!("cutlass_aot_narrow_", $name, $n, "\0").as_bytes()) {
-                    Ok(name) => name,
-                    Err(_) => panic!("a kernel name without an interior NUL"),
-                }
+                0..=16 => name!("cutlass_aot_narrow_", $name, "_n16"),
+                17..=32 => name!("cutlass_aot_narrow_", $name, "_n32"),
+                _ => name!("cutlass_aot_narrow_", $name, "_n64"),
             }
         };
     }
     macro_rules! forms {
-        ($name:literal) => {
+        ($name:literal, $tensor:expr) => {
             match form {
-                Form::Dot => widths!("dot", $name),
-                Form::Axpy => widths!("axpy", $name),
-                Form::Tensor => tensor!($name),
+                Form::Dot => Some(widths!("dot", $name)),
+                Form::Axpy => Some(widths!("axpy", $name)),
+                Form::Tensor => $tensor,
             }
         };
     }
-    // Tensor forms exist for 16-bit operands only (`enqueue` refuses the others first).
     match elements {
-        Elements::F16 => forms!("f16"),
-        Elements::Bf16 => forms!("bf16"),
-        Elements::F32 => widths32!("f32"),
-        Elements::F64 => widths32!("f64"),
-        Elements::F16F32 => forms!("f16_f32"),
-        Elements::Bf16F32 => forms!("bf16_f32"),
+        Elements::F16 => forms!("f16", Some(tensor!("f16"))),
+        Elements::Bf16 => forms!("bf16", Some(tensor!("bf16"))),
+        Elements::F32 => forms!("f32", None),
+        Elements::F64 => forms!("f64", None),
+        Elements::F16F32 => forms!("f16_f32", Some(tensor!("f16_f32"))),
+        Elements::Bf16F32 => forms!("bf16_f32", Some(tensor!("bf16_f32"))),
     }
 }
 
@@ -298,13 +278,15 @@ mod tests {
     #[test]
     fn entries_name_the_kernels_skinny_cuh_defines() {
         let source = include_str!("../../codegen/cutlass_glue/include/cutlass_aot/skinny.cuh");
+        let name = |elements, form, cols| entry(elements, form, cols).map(|e| e.to_str().unwrap());
         assert_eq!(
-            entry(Elements::F16, Form::Dot, 3).to_str().unwrap(),
-            "cutlass_aot_skinny_dot_f16_n4"
+            name(Elements::F16, Form::Dot, 3),
+            Some("cutlass_aot_skinny_dot_f16_n4")
         );
+        assert_eq!(name(Elements::F64, Form::Tensor, 3), None);
         assert_eq!(
-            entry(Elements::Bf16F32, Form::Axpy, 9).to_str().unwrap(),
-            "cutlass_aot_skinny_axpy_bf16_f32_n16"
+            name(Elements::Bf16F32, Form::Axpy, 9),
+            Some("cutlass_aot_skinny_axpy_bf16_f32_n16")
         );
         // Every name comes from the macros that instantiate them.
         for elements in [
@@ -320,8 +302,8 @@ mod tests {
             assert!(source.contains(&format!("CUTLASS_AOT_SKINNY({tag},")), "{tag}");
         }
         assert_eq!(
-            entry(Elements::Bf16, Form::Tensor, 33).to_str().unwrap(),
-            "cutlass_aot_narrow_bf16_n64"
+            name(Elements::Bf16, Form::Tensor, 33),
+            Some("cutlass_aot_narrow_bf16_n64")
         );
         let narrow = include_str!("../../codegen/cutlass_glue/include/cutlass_aot/narrow.cuh");
         for tag in ["f16", "bf16", "f16_f32", "bf16_f32"] {
