@@ -5,8 +5,8 @@
 // misaligned X, reads it two bytes at a time.
 //
 // Two forms, by X's contiguous dimension:
-//   dot:  X's rows contiguous along depth. A warp owns kRows rows; its lanes stride along depth
-//         and sum their partial dot products with shuffles once, at the end.
+//   dot:  X's rows contiguous along depth. A warp owns 4 rows (2 of f64); its lanes stride along
+//         depth and sum their partial dot products with shuffles once, at the end.
 //   axpy: X's columns contiguous along rows. A thread owns rows (coalesced along them) and walks
 //         depth; Y's entries are the same for the whole warp (shared-memory broadcasts).
 // Both stage a chunk of Y (accumulator type, zero past cols) in shared memory per step. With
@@ -61,7 +61,7 @@ __device__ __forceinline__ const T* at(const cutlass_aot_view& v, int64_t b, int
   return reinterpret_cast<const T*>(v.base) + b * v.batch_stride + r * v.row_stride + c * v.col_stride;
 }
 
-// Shared-memory chunk of Y: kChunk depth steps of NS columns, at most 32 KiB.
+// Shared-memory chunk of Y: kDepth depth steps of NS columns, about 32 KiB.
 template <typename Acc, int NS> struct Chunk {
   static constexpr int kBytes = 32768;
   static constexpr int kDepth = (kBytes / (NS * (int)sizeof(Acc))) < 1024 ? (kBytes / (NS * (int)sizeof(Acc))) : 1024;
