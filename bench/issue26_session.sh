@@ -63,10 +63,15 @@ fi
 if has memcheck; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   {
-    for t in gemm_plan_staged_k0 gemm_plan_odd_k gemm_plan_serial_split_k conv_plan_strided_dgrad_stride_phases grouped_prepared_moe; do
+    for t in gemm_plan_staged_k0 gemm_plan_odd_k gemm_plan_serial_split_k gemm_plan_skinny_dot_split \
+        gemm_plan_skinny_axpy_split gemm_plan_skinny_tensor_split conv_plan_strided_dgrad_stride_phases grouped_prepared_moe; do
       "$sanitizer" --tool memcheck --report-api-errors no "$bin/gpu_graphs" --test-threads 1 --exact "$t" 2>&1 | grep -E "ERROR SUMMARY|test result"
     done
     "$sanitizer" --tool memcheck --report-api-errors no "$bin/gpu" --test-threads 1 gemm_bf16_nt_align1 2>&1 | grep -E "ERROR SUMMARY|test result"
+    # The skinny kernels forced onto every split, a ragged split included.
+    for f in f16_tnt_skinny bf16_ntt_narrow f64_ntn_skinny; do
+      "$sanitizer" --tool memcheck --report-api-errors no "$bin/gpu_dispatch" --test-threads 1 "$f" 2>&1 | grep -E "ERROR SUMMARY|test result"
+    done
   } > "${p}_memcheck.txt" 2>&1
   cat "${p}_memcheck.txt"
 fi
