@@ -1,9 +1,9 @@
 //! Skinny GEMMs as ways of dispatch: a product with at most 16 columns (as given or transposed)
 //! may run on the crate's own CUDA-core streaming kernels, one of 16-bit operands with at most 64
 //! columns on its tensor-core kernels (`support::skinny`), instead of a CUTLASS tile that is mostly
-//! empty (and, on a misaligned operand, reads it two bytes at a time). Each kernel is described like any other ([`KernelInfo`]: operands, a design
-//! whose values give the cost model its throughput), so the one selection engine ranks it beside
-//! CUTLASS's kernels.
+//! empty (and, on a misaligned operand, reads it two bytes at a time). Each kernel is described
+//! like any other ([`KernelInfo`]: operands, a design whose values give the cost model its
+//! throughput), so the one selection engine ranks it beside CUTLASS's kernels.
 
 use super::candidates::{key_of, work_of, GemmWay};
 use super::{problem_of, Orientation, Policy, Selection, Signature};
@@ -26,7 +26,7 @@ use crate::support::View;
 /// Split-K slices tried: powers of two, each slice at least [`min_slice_depth`] deep.
 const SLICES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 
-/// The shallowest slice worth its partial sums: half a staged chunk of the tensor form, 32 else.
+/// The shallowest slice worth its partial sums: a staged chunk (64) of the tensor form, 32 else.
 const fn min_slice_depth(form: Form) -> usize {
     match form {
         Form::Tensor => 64,
