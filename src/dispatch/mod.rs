@@ -409,7 +409,7 @@ pub fn ways(
         device.compute_capability,
         policy,
     ));
-    ways.extend(skinny::ways(signature, operands, device, policy));
+    ways.extend(skinny::ways(&problem, operands, device, policy));
     ways
 }
 

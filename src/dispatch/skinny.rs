@@ -6,9 +6,9 @@
 //! throughput), so the one selection engine ranks it beside CUTLASS's kernels.
 
 use super::candidates::{key_of, work_of, GemmWay};
-use super::{problem_of, Orientation, Policy, Selection, Signature};
+use super::{Orientation, Policy, Selection, Signature};
 use crate::error::Error;
-use crate::gemm::{GemmOperands, Operand};
+use crate::gemm::{GemmOperands, GemmProblem, Operand};
 use crate::kernel::{HostCode, KernelInfo};
 use crate::model::custom::{CustomDesign, DesignValue, Expr};
 use crate::model::{
@@ -188,25 +188,24 @@ fn kernel_for(a: DType, b: DType, c: DType, form: Form) -> Option<&'static Kerne
         .map(|(k, ..)| *k)
 }
 
-/// The skinny ways of `operands` (checked by `validate`): each orientation whose product has at
-/// most 16 columns on the CUDA-core kernel of its types and of X's layout, at most 64 of 16-bit
-/// operands on the tensor-core kernel of its types, at each split of K.
+/// The skinny ways of `problem` (`operands`, checked by `validate`, as `problem_of` sees them):
+/// each orientation whose product has at most 16 columns on the CUDA-core kernel of its types and
+/// of X's layout, at most 64 of 16-bit operands on the tensor-core kernel of its types, at each
+/// split of K.
 pub fn ways(
-    signature: Signature,
+    problem: &GemmProblem,
     operands: &GemmOperands,
     device: &crate::device::DeviceProps,
     policy: Policy,
 ) -> Vec<Candidate<GemmWay>> {
     let mut out = Vec::new();
-    if !crate::kernels::IMAGE_SUPPORT.has_code() || device.compute_capability < 80 {
-        return out;
-    }
-    let problem = problem_of(signature, operands, device.compute_capability);
-    if problem.k == 0 || operands.fusion != crate::FusionOperands::default() {
+    let supported = crate::kernels::IMAGE_SUPPORT.has_code() && device.compute_capability >= 80;
+    if !supported || problem.k == 0 || operands.fusion != crate::FusionOperands::default() {
         return out;
     }
     for orientation in [Orientation::AsGiven, Orientation::Transposed] {
-        let oriented = orientation.problem(&problem);
+        let oriented = orientation.problem(problem);
+        let (key, work) = (key_of(&oriented), work_of(&oriented));
         let layout_form = match oriented.layout_a {
             Layout::Row => Form::Dot,
             _ => Form::Axpy,
@@ -219,7 +218,6 @@ pub fn ways(
             if oriented.n > form.max_cols() || !policy.allows(kernel) {
                 continue;
             }
-            let (key, work) = (key_of(&oriented), work_of(&oriented));
             for slices in SLICES {
                 if slices > 1 && oriented.k / slices < min_slice_depth(form) {
                     break;

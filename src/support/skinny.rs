@@ -312,5 +312,7 @@ mod tests {
         assert!(narrow.contains("constexpr int kRows = 16 * kWarps;") && narrow.contains("kWarps = 8;"));
         assert_eq!(dot_rows_per_block(8), 16);
         assert!(source.contains("sizeof(Acc) == 8 ? 2 : 4"));
+        // The chunk of Y the cost model assumes (dispatch::skinny's `chunk_entries`).
+        assert!(source.contains("kBytes = 32768;"));
     }
 }
