@@ -85,7 +85,7 @@ const CASES: &[Case] = &[
     case("k0_no_c", (17, 9, 0, 1)),
 ];
 
-/// Skinny products (at most 16 columns as given or transposed), run on the skinny kernels at the
+/// Skinny products (at most 64 columns as given or transposed), run on the skinny kernels at the
 /// given split of K whatever dispatch would pick (a table that times that way fastest).
 const SKINNY_CASES: &[(Case, &[usize])] = &[
     (
@@ -115,7 +115,8 @@ const SKINNY_CASES: &[(Case, &[usize])] = &[
     (case("skinny_m1", (1, 1000, 77, 1)), &[1, 2]),
     // 64 slices of 2325: rounding up leaves the last slice nothing (63 run).
     (case("skinny_ragged_slices", (10, 3001, 2325, 1)), &[64]),
-    // Wider: the tensor-core kernels only (16-bit operands).
+    // Wider: the CUDA-core kernels in groups of 16 columns (the last one ragged), the tensor-core
+    // kernels (16-bit operands).
     (
         Case {
             slack: 3,
@@ -516,7 +517,7 @@ fn main() {
                             Box::new(move |ctx| run(ctx, dtype, layouts, c, Policy::default(), None)),
                         );
                         let sixteen_bit = matches!(dtype, DType::F16 | DType::Bf16);
-                        let streaming = c.m.min(c.n) <= 16;
+                        let streaming = c.m.min(c.n) <= dispatch::skinny::MAX_COLS;
                         for tensor in [false, true] {
                             if (tensor && !sixteen_bit) || (!tensor && !streaming) {
                                 continue;

@@ -3,7 +3,7 @@
 bench/skinny/harness.cu: the RMS log error of the model select::cost::streaming_seconds computes,
 with the committed constants, and (--refit) constants a random search finds from them.
 
-    python3 bench/skinny/fit.py bench/results/h100_2026-11-27_issue26_skinny_fit.jsonl [--refit]
+    python3 bench/skinny/fit.py bench/results/h100_2026-11-27_issue26_skinny_fit_events.jsonl [--refit]
 """
 import json
 import math
@@ -16,27 +16,34 @@ LAUNCH = 2.5e-6
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
 # As src/dispatch/skinny.rs states them (fs: femtoseconds, ns: nanoseconds).
 CONSTANTS = {
-    "dot": {"fs": 1, "fs_col": 254, "ns_block": 2105, "ns_chunk": 1648, "fs_output": 0},
-    "axpy": {"fs": 425, "fs_col": 41, "ns_block": 2105, "ns_chunk": 1648, "fs_output": 0},
-    "narrow": {"fs": 287, "fs_col": 6, "ns_block": 1607, "ns_chunk": 1120, "fs_output": 9198},
+    "dot": {"fs": 76, "fs_col": 215, "ns_block": 1442, "ns_chunk": 1959, "fs_output": 1, "fs_output_across": 1},
+    "axpy": {"fs": 542, "fs_col": 31, "ns_block": 1, "ns_chunk": 3162, "fs_output": 5123, "fs_output_across": 15543},
+    "narrow": {"fs": 249, "fs_col": 17, "ns_block": 2928, "ns_chunk": 1866, "fs_output": 3822, "conc": 73},
 }
 
 
-def model(c, form, e, rows, cols, k, batch, slices):
+def model(c, form, e, rows, cols, k, batch, slices, d_column_major):
     """Microseconds, as streaming_seconds (slices as the launch runs them: none empty)."""
     acc = 8 if e == 8 and form != "narrow" else 4
     if form == "narrow":
         rpb, slots, columns, depth = 128, 3 * SMS, max(16, 1 << (cols - 1).bit_length()), 64
     else:
-        columns = 1 << (cols - 1).bit_length() if cols > 1 else 1
+        columns = min(16, 1 << (cols - 1).bit_length() if cols > 1 else 1)
         depth = min(1024, (32768 // acc) // columns)
         rpb, slots = ((16 if e == 8 else 32), 2 * SMS) if form == "dot" else (256, 4 * SMS)
     per = (c["fs"] + c["fs_col"] * columns) * 1e-15
     sd = math.ceil(k / slices)
     sl = math.ceil(k / sd)
-    blocks = math.ceil(rows / rpb) * sl * batch
-    block = c["ns_block"] * 1e-9 + c["ns_chunk"] * 1e-9 * math.ceil(sd / depth) + rpb * sd * per * slots
-    t = math.ceil(blocks / slots) * block + rows * cols * batch * sl * c["fs_output"] * 1e-15
+    groups = 1 if form == "narrow" else math.ceil(cols / 16)  # CUDA-core forms: 16 columns a block
+    blocks = math.ceil(rows / rpb) * sl * batch * groups
+    # A block's elements at the rate of `concurrent` blocks sharing the GPU: a few alone run no
+    # faster than `conc` of them would.
+    concurrent = max(min(blocks, slots), c["conc"]) if "conc" in c else slots
+    block = c["ns_block"] * 1e-9 + c["ns_chunk"] * 1e-9 * math.ceil(sd / depth) + rpb * sd * per * concurrent
+    # Outputs cost more where D's contiguous dimension runs across the form's threads.
+    along = {"dot": not d_column_major, "axpy": d_column_major}.get(form, True)
+    fs_output = c["fs_output"] if along else c.get("fs_output_across", c["fs_output"])
+    t = math.ceil(blocks / slots) * block + rows * cols * batch * sl * fs_output * 1e-15
     if sl > 1:
         t += LAUNCH + 2 * sl * rows * cols * batch * acc / BYTES_PER_SECOND
     moved = (rows * k + k * cols + rows * cols) * e * batch
@@ -47,7 +54,8 @@ def rms(c, form, rows):
     errors = []
     for r in rows:
         big, small = (r["n"], r["m"]) if r["orient"] else (r["m"], r["n"])
-        us = model(c, form, ELEMENT_BYTES[r["dtype"]], big, small, r["k"], r["batch"], r["slices"])
+        # The harness's D is row-major: column-major as the transposed orientation computes it.
+        us = model(c, form, ELEMENT_BYTES[r["dtype"]], big, small, r["k"], r["batch"], r["slices"], r["orient"] == 1)
         errors.append(math.log(us / r["us"]) ** 2)
     return math.sqrt(sum(errors) / len(errors))
 
@@ -62,7 +70,7 @@ def main():
         best = rms(c, form, subset)
         print(f"{form:<7} {len(subset):4} timings, RMS log error {best:.3f} with {c}")
         if "--refit" in sys.argv:
-            for _ in range(3000):
+            for _ in range(6000):
                 trial = dict(c)
                 key = random.choice(list(trial))
                 trial[key] = max(1, trial[key] * math.exp(random.gauss(0, 0.2)))

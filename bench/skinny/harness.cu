@@ -1,12 +1,13 @@
 // Times and checks the skinny GEMM kernels (cutlass_aot/skinny.cuh, narrow.cuh) outside the crate:
 // for each problem on stdin ("dtype layout m n k batch", layout = A and B letters, t row-major,
-// n column-major, C row-major) every orientation with at most 16 (CUDA-core forms) or 64 (tensor
-// form, 16-bit) columns at every split of K, one JSON line each: the mean of 20 back-to-back
-// launches (kernel + reduction) and the relative error against an f64 reference on the GPU. The
+// n column-major, C row-major) every orientation with at most 64 columns (CUDA-core forms, in
+// groups of 16; tensor form, 16-bit) at every split of K, one JSON line each: the median time of 20 launches
+// (kernel + reduction) with an event between consecutive ones, queued behind a spin kernel and the relative error against an f64 reference on the GPU. The
 // timings fit the cost constants of dispatch::skinny (bench/skinny/fit.py).
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I cutlass_glue/include -cudart static bench/skinny/harness.cu
 #define CUTLASS_AOT_DEVICE_PASS 1
 #include "cutlass_aot/narrow.cuh"
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -46,6 +47,12 @@ template <typename T> __global__ void err(cutlass_aot_view D, const double* R, i
   }
 }
 
+// Holds the GPU for `ns` nanoseconds, so that the timed launches queue up behind it.
+__global__ void spin(long long ns) {
+  long long start = clock64();
+  while ((clock64() - start) < ns * 2) {}
+}
+
 typedef void (*kfn)(cutlass_aot_skinny_args);
 #define NSLIST(NAME, FORM) {(void*)cutlass_aot_skinny_##FORM##_##NAME##_n1,(void*)cutlass_aot_skinny_##FORM##_##NAME##_n2,(void*)cutlass_aot_skinny_##FORM##_##NAME##_n4,(void*)cutlass_aot_skinny_##FORM##_##NAME##_n8,(void*)cutlass_aot_skinny_##FORM##_##NAME##_n16}
 
@@ -64,11 +71,12 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
   cutlass_aot_view va = view((uint64_t)A, lay[0] == 't', m, k, m * k), vb = view((uint64_t)B, lay[1] == 't', k, n, k * n), vd = view((uint64_t)D, true, m, n, m * n);
   ref<T><<<1024, 256>>>(va, vb, R, m, n, k, batch);
   void* partials; size_t pbytes = (size_t)64 * m * n * batch * 8 + 256; cudaMalloc(&partials, pbytes);
-  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+  cudaEvent_t ev[21];
+  for (auto& e : ev) cudaEventCreate(&e);
   for (int orient = 0; orient < 2; ++orient) {
     int64_t rows = orient ? n : m, cols = orient ? m : n;
    for (int kind = 0; kind < 2; ++kind) {
-    if (kind == 0 && cols > 16) continue;
+    if (kind == 0 && cols > 64) continue;
     if (kind == 1 && (cols > 64 || nar == nullptr)) continue;
     cutlass_aot_skinny_args a{};
     a.x = orient ? tr(vb) : va; a.y = orient ? tr(va) : vb; a.d = orient ? tr(vd) : vd; a.c = a.d;
@@ -83,7 +91,8 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
       if (kind == 1 && slices > 1 && k / slices < 64) break;
       if (slices > 1 && k / slices < 32) break;
       a.slices = slices; a.slice_depth = (k + slices - 1) / slices;
-      dim3 grid((unsigned)((rows + rpb - 1) / rpb), slices, (unsigned)std::min<int64_t>(batch, 65535));
+      const int64_t groups = kind == 0 ? (cols + 15) / 16 : 1;  // CUDA-core forms: 16 columns a block
+      dim3 grid((unsigned)((rows + rpb - 1) / rpb * groups), slices, (unsigned)std::min<int64_t>(batch, 65535));
       void* params[] = {&a};
       auto launch = [&]() {
         cudaLaunchKernel(f, grid, dim3(threads), params, 0, 0);
@@ -92,16 +101,25 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
       launch(); cudaDeviceSynchronize();
       cudaMemset(E, 0, 16); err<T><<<1024, 256>>>(vd, R, m, n, batch, E); double h[2]; cudaMemcpy(h, E, 16, cudaMemcpyDeviceToHost);
       for (int i = 0; i < 3; ++i) launch();
-      int iters = 20; cudaEventRecord(e0); for (int i = 0; i < iters; ++i) launch(); cudaEventRecord(e1); cudaEventSynchronize(e1);
-      float ms; cudaEventElapsedTime(&ms, e0, e1);
+      // As the crate's benchmarks time: behind a spin kernel, an event between launches, the median.
+      constexpr int iters = 20;
+      spin<<<1, 1>>>(2000000);
+      cudaEventRecord(ev[0]);
+      for (int i = 0; i < iters; ++i) { launch(); cudaEventRecord(ev[i + 1]); }
+      cudaEventSynchronize(ev[iters]);
+      float times[iters];
+      for (int i = 0; i < iters; ++i) cudaEventElapsedTime(&times[i], ev[i], ev[i + 1]);
+      std::sort(times, times + iters);
+      float ms = times[iters / 2];
       cudaError_t st = cudaGetLastError();
       if (st != cudaSuccess) fprintf(stderr, "%s\n", cudaGetErrorString(st));
       printf("{\"dtype\":\"%s\",\"layout\":\"%s\",\"m\":%ld,\"n\":%ld,\"k\":%ld,\"batch\":%ld,\"orient\":%d,\"form\":\"%s\",\"ns\":%d,\"slices\":%d,\"us\":%.2f,\"rel\":%.3g,\"status\":\"%s\"}\n",
-             dt, lay.c_str(), m, n, k, batch, orient, kind ? "narrow" : dotform ? "dot" : "axpy", 1 << nsi, slices, ms * 1000 / iters, sqrt(h[0] / (h[1] + 1e-300)), cudaGetErrorString(st));
+             dt, lay.c_str(), m, n, k, batch, orient, kind ? "narrow" : dotform ? "dot" : "axpy", 1 << nsi, slices, ms * 1000, sqrt(h[0] / (h[1] + 1e-300)), cudaGetErrorString(st));
     }
    }
   }
   cudaFree(A); cudaFree(B); cudaFree(D); cudaFree(R); cudaFree(E); cudaFree(partials);
+  for (auto& e : ev) cudaEventDestroy(e);
 }
 
 int main() {

@@ -152,7 +152,7 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
             return Some(Work {
                 launches,
                 bytes: bytes + copies,
-                extra_seconds: 0.0,
+                ..Default::default()
             });
         }
     }

@@ -386,8 +386,8 @@ pub fn select(
 }
 
 /// Every way to run `operands` (checked by [`validate`]) on `device`: direct ones where K > 0,
-/// staged ones, and the skinny kernels where the product (or its transpose) has at most 16
-/// columns, or 64 of 16-bit operands ([`skinny`]). What [`decide`] ranks, and what the sweep
+/// staged ones, and the skinny kernels where the product (or its transpose) has at most 64
+/// columns ([`skinny`]). What [`decide`] ranks, and what the sweep
 /// (`examples/select_sweep.rs`) times.
 pub fn ways(
     registry: &Registry,

@@ -32,7 +32,7 @@ pub fn work_of(problem: &GroupedProblem, groups: &[GroupShape]) -> Work {
     Work {
         launches: vec![pieces],
         bytes,
-        extra_seconds: 0.0,
+        ..Default::default()
     }
 }
 

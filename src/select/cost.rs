@@ -39,6 +39,8 @@ pub struct Work {
     pub bytes: f64,
     /// Seconds of what the way runs besides the kernel (staging copies, fills), not calibrated.
     pub extra_seconds: f64,
+    /// D column-major as the kernel computes it: a streaming kernel's output cost depends on it.
+    pub output_column_major: bool,
 }
 
 impl Work {
@@ -48,6 +50,7 @@ impl Work {
             launches: vec![vec![piece]],
             bytes,
             extra_seconds: 0.0,
+            output_column_major: false,
         }
     }
 }
@@ -229,8 +232,11 @@ const STREAMING_BYTES_PER_SECOND: f64 = 2.6e12;
 /// each a fixed time, a time per staged chunk (`chunk_depth` deep, or `chunk_entries` of the small
 /// operand: depth × columns), and a time per element of the large one (a base and a part per
 /// output column, the column count rounded up to a power of two, at least `min_columns`) at full
-/// occupancy; in waves of resident blocks; plus a time per output written (`fs_per_output`); never
-/// under its bytes at streaming bandwidth.
+/// occupancy (or at `min_concurrency` blocks' where fewer run); in waves of resident blocks; plus
+/// a time per output written (`fs_per_output`, or `fs_per_output_across` where D's contiguous
+/// dimension is not the design's `output_along`, `rows` or `columns`); never under its bytes at
+/// streaming bandwidth. With `group_columns`, a block computes that many
+/// columns at most and wider products take a block per group (each reading the large operand).
 /// A split adds its partial sums and the reduction's launch. `None` for a design without them.
 pub fn streaming_seconds(
     design: &CustomDesign,
@@ -250,22 +256,41 @@ pub fn streaming_seconds(
     let chunk_depth = value("chunk_depth");
     let chunk_entries = value("chunk_entries");
     let min_columns = value("min_columns").unwrap_or(1.0);
-    let fs_output = value("fs_per_output").unwrap_or(0.0);
+    let group_columns = value("group_columns").unwrap_or(f64::INFINITY).max(1.0);
+    // Outputs cost more where D's contiguous dimension runs across the kernel's threads.
+    let along = match design.value("output_along") {
+        Some(crate::model::custom::DesignValue::Word("rows")) => work.output_column_major,
+        Some(crate::model::custom::DesignValue::Word("columns")) => !work.output_column_major,
+        _ => true,
+    };
+    let fs_output = match along {
+        true => value("fs_per_output").unwrap_or(0.0),
+        false => value("fs_per_output_across")
+            .or(value("fs_per_output"))
+            .unwrap_or(0.0),
+    };
+    let min_concurrency = value("min_concurrency");
     let partial_bytes = value("partial_bytes")?;
     let slices = slices.max(1) as f64;
     let mut seconds = 0.0;
     for p in work.launches.iter().flatten() {
-        let columns = (p.n.max(1).next_power_of_two() as f64).max(min_columns);
+        let groups = (p.n.max(1) as f64 / group_columns).ceil().max(1.0);
+        let columns = (p.n.max(1).next_power_of_two() as f64)
+            .max(min_columns)
+            .min(group_columns);
         let chunk_depth = chunk_depth
             .or(chunk_entries.map(|e| (e / columns).floor()))?
             .clamp(1.0, 1024.0);
         let (rows, depth, batch) = (p.m as f64, p.k.max(1) as f64, p.batch.max(1) as f64);
-        let blocks = (rows / rows_per_block).ceil() * slices * batch;
+        let blocks = (rows / rows_per_block).ceil() * slices * batch * groups;
         let slice_depth = (depth / slices).ceil();
         let per_element = (fs + fs_col * columns) * 1e-15;
+        // A block's elements at the rate of the blocks sharing the GPU with it: a few alone run no
+        // faster than `min_concurrency` of them would.
+        let concurrent = min_concurrency.map_or(slots, |c| blocks.min(slots).max(c));
         let block = ns_block * 1e-9
             + ns_chunk * 1e-9 * (slice_depth / chunk_depth).ceil()
-            + rows_per_block * slice_depth * per_element * slots;
+            + rows_per_block * slice_depth * per_element * concurrent;
         // Outputs (or each slice's partial sums) written, as the block's epilogue writes them.
         let outputs = rows * p.n as f64 * batch * slices;
         seconds += (blocks / slots).ceil() * block + outputs * fs_output * 1e-15;

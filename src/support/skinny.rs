@@ -1,6 +1,6 @@
 //! Launches of the skinny GEMM kernels: out = alpha·X·Y + beta·C for few output columns, any
-//! strides — at most 16 on CUDA cores at memory speed (`cutlass_aot/skinny.cuh`), at most 64 of
-//! 16-bit operands on tensor cores (`cutlass_aot/narrow.cuh`). [`crate::dispatch`] ranks them beside
+//! strides — at most 64 on CUDA cores at memory speed (`cutlass_aot/skinny.cuh`, in groups of 16),
+//! at most 64 of 16-bit operands on tensor cores (`cutlass_aot/narrow.cuh`). [`crate::dispatch`] ranks them beside
 //! CUTLASS's kernels (`dispatch::skinny`).
 
 use std::ffi::CStr;
@@ -10,8 +10,10 @@ use cudarc::driver::CudaStream;
 use super::{launch_grid, View};
 use crate::error::Error;
 
-/// The most output columns a CUDA-core (dot or axpy) skinny kernel computes.
-pub const MAX_COLS: usize = 16;
+/// The most output columns a CUDA-core (dot or axpy) skinny product computes: in groups of
+/// [`GROUP_COLS`], one per block, each reading X.
+pub const MAX_COLS: usize = 64;
+pub const GROUP_COLS: usize = 16;
 /// The most output columns a tensor-core skinny kernel computes, and the fewest its tile has.
 pub const MAX_TENSOR_COLS: usize = 64;
 pub const MIN_TENSOR_COLS: usize = 16;
@@ -181,7 +183,11 @@ impl Skinny {
             Form::Axpy => (AXPY_ROWS_PER_BLOCK, AXPY_THREADS),
             Form::Tensor => (TENSOR_ROWS_PER_BLOCK, TENSOR_THREADS),
         };
-        let blocks = self.rows.div_ceil(rows_per_block);
+        let groups = match form {
+            Form::Tensor => 1,
+            _ => self.cols.div_ceil(GROUP_COLS),
+        };
+        let blocks = self.rows.div_ceil(rows_per_block) * groups;
         if blocks > i32::MAX as usize {
             return Err(Error::invalid(
                 "skinny GEMM",

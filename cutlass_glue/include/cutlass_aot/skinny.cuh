@@ -1,7 +1,8 @@
 // Skinny GEMMs (no CUTLASS): out (rows x cols) = alpha * X (rows x depth) * Y (depth x cols)
-// + beta * C, for cols <= 16 and any strides, alignment or layout. Such a product moves X once and
-// does a few multiply-adds per element of X: it runs at memory speed on CUDA cores, where a tiled
-// tensor-core kernel computes a mostly empty tile, splits K to find parallelism and, on a
+// + beta * C for few columns, any strides, alignment or layout: a block computes up to 16 columns,
+// wider products run in groups of 16, each reading X again. Such a product moves X (once per group)
+// and does a few multiply-adds per element of X: it runs at memory speed on CUDA cores, where a
+// tiled tensor-core kernel computes a mostly empty tile, splits K to find parallelism and, on a
 // misaligned X, reads it two bytes at a time.
 //
 // Two forms, by X's contiguous dimension:
@@ -67,12 +68,13 @@ template <typename Acc, int NS> struct Chunk {
   static constexpr int kDepth = (kBytes / (NS * (int)sizeof(Acc))) < 1024 ? (kBytes / (NS * (int)sizeof(Acc))) : 1024;
 };
 
-// Stages Y[k0 .. k0 + len) x [0, NS) into `ys` (zeros past cols). `k_major` lays it out as
+// Stages Y[k0 .. k0 + len) x [col0, col0 + NS) into `ys` (zeros past cols). `k_major` lays it out as
 // ys[k * NS + j] (for broadcasts), else as ys[j * (kDepth + 1) + k] (for lanes along depth; the
 // odd pitch keeps the stores of one k to all j off a single bank). The walk follows Y's
 // contiguous dimension where the layout lets the stores stay conflict-free.
 template <typename T, typename Acc, int NS, int kThreads, bool k_major>
-__device__ __forceinline__ void stage_y(const cutlass_aot_skinny_args& a, int64_t b, int64_t k0, int len, Acc* ys) {
+__device__ __forceinline__ void stage_y(const cutlass_aot_skinny_args& a, int64_t b, int64_t k0, int len, int64_t col0,
+                                        Acc* ys) {
   constexpr int kPitch = Chunk<Acc, NS>::kDepth + 1;
   const bool cols_inner = k_major || a.y.col_stride == 1;
   const int total = NS * len;
@@ -87,7 +89,7 @@ __device__ __forceinline__ void stage_y(const cutlass_aot_skinny_args& a, int64_
       const int j = cols_inner ? e % NS : e / len;
       const int k = cols_inner ? e / NS : e % len;
       v[q] = Acc(0);
-      if (e < total && j < a.cols) v[q] = to_acc<Acc>(__ldg(at<T>(a.y, b, k0 + k, j)));
+      if (e < total && col0 + j < a.cols) v[q] = to_acc<Acc>(__ldg(at<T>(a.y, b, k0 + k, col0 + j)));
     }
 #pragma unroll
     for (int q = 0; q < kBatch; ++q) {
@@ -113,6 +115,29 @@ __device__ __forceinline__ void store(const cutlass_aot_skinny_args& a, int64_t 
   *d = from_acc<TC>(v);
 }
 
+// Sums v[i] over the warp's lanes so that each lane ends with different sums: at each shuffle
+// distance S, a lane keeps one half of its C values and adds its partner's copy of that half,
+// sending the other. Afterwards lane l holds the sums of indices l * (C / 32) + i (i < C / 32), or
+// for C < 32 the sum of index l / (32 / C) in v[0]. C - 1 shuffles instead of 5 C.
+template <int S, int C, typename Acc, int N>
+__device__ __forceinline__ void scatter_sum(Acc (&v)[N], int lane) {
+  if constexpr (S > 0) {
+    if constexpr (C > 1) {
+      const bool upper = (lane & S) != 0;
+#pragma unroll
+      for (int i = 0; i < C / 2; ++i) {
+        const Acc send = upper ? v[i] : v[i + C / 2];
+        const Acc keep = upper ? v[i + C / 2] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, S);
+      }
+      scatter_sum<S / 2, C / 2>(v, lane);
+    } else {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], S);
+      scatter_sum<S / 2, 1>(v, lane);
+    }
+  }
+}
+
 constexpr int kDotWarps = 8;
 // Rows per warp (its accumulators: rows x NS per lane) and depth steps per lane in flight, within
 // 128 registers (two blocks per SM).
@@ -127,7 +152,9 @@ __device__ void dot(const cutlass_aot_skinny_args& a) {
   __shared__ __align__(16) Acc ys[NS * (kDepth + 1)];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  const int64_t row0 = (int64_t)blockIdx.x * (kDotWarps * kDotRows) + warp * kDotRows;
+  const int64_t row_blocks = (a.rows + kDotWarps * kDotRows - 1) / (kDotWarps * kDotRows);
+  const int64_t row0 = (blockIdx.x % row_blocks) * (kDotWarps * kDotRows) + warp * kDotRows;
+  const int64_t col0 = blockIdx.x / row_blocks * NS;  // this block's group of columns
   const int64_t slice = blockIdx.y;
   const int64_t k_begin = slice * a.slice_depth;
   const int64_t k_end = slice + 1 == a.slices ? a.depth : min(a.depth, k_begin + a.slice_depth);
@@ -143,7 +170,7 @@ __device__ void dot(const cutlass_aot_skinny_args& a) {
     for (int64_t k0 = k_begin; k0 < k_end; k0 += kDepth) {
       const int len = (int)min((int64_t)kDepth, k_end - k0);
       __syncthreads();
-      stage_y<T, Acc, NS, kDotWarps * 32, false>(a, b, k0, len, ys);
+      stage_y<T, Acc, NS, kDotWarps * 32, false>(a, b, k0, len, col0, ys);
       __syncthreads();
       for (int base = lane; base < len; base += 32 * kDotUnroll) {
         Acc xv[kDotUnroll][kDotRows];
@@ -166,18 +193,23 @@ __device__ void dot(const cutlass_aot_skinny_args& a) {
         }
       }
     }
+    // Each lane ends with distinct sums (see scatter_sum), so the warp's stores run in parallel.
+    constexpr int kValues = kDotRows * NS;
+    Acc v[kValues];
 #pragma unroll
     for (int r = 0; r < kDotRows; ++r)
 #pragma unroll
-      for (int j = 0; j < NS; ++j)
+      for (int j = 0; j < NS; ++j) v[r * NS + j] = acc[r][j];
+    scatter_sum<16, kValues>(v, lane);
+    constexpr int kHeld = kValues >= 32 ? kValues / 32 : 1;
+    constexpr int kShare = kValues >= 32 ? 1 : 32 / kValues;  // lanes holding the same sum
+    if (lane % kShare == 0) {
 #pragma unroll
-        for (int s = 16; s > 0; s /= 2) acc[r][j] += __shfl_xor_sync(0xffffffffu, acc[r][j], s);
-    if (lane == 0) {
-#pragma unroll
-      for (int r = 0; r < kDotRows; ++r)
-#pragma unroll
-        for (int j = 0; j < NS; ++j)
-          if (row0 + r < a.rows && j < a.cols) store<TC, Acc>(a, b, slice, row0 + r, j, acc[r][j]);
+      for (int i = 0; i < kHeld; ++i) {
+        const int index = (lane / kShare) * kHeld + i;
+        const int r = index / NS, j = index % NS;
+        if (row0 + r < a.rows && col0 + j < a.cols) store<TC, Acc>(a, b, slice, row0 + r, col0 + j, v[i]);
+      }
     }
   }
 }
@@ -190,7 +222,9 @@ template <typename T, typename TC, typename Acc, int NS>
 __device__ void axpy(const cutlass_aot_skinny_args& a) {
   constexpr int kDepth = Chunk<Acc, NS>::kDepth;
   __shared__ __align__(16) Acc ys[NS * kDepth];
-  const int64_t row0 = (int64_t)blockIdx.x * (kAxpyThreads * kAxpyRows) + threadIdx.x;
+  const int64_t row_blocks = (a.rows + kAxpyThreads * kAxpyRows - 1) / (kAxpyThreads * kAxpyRows);
+  const int64_t row0 = (blockIdx.x % row_blocks) * (kAxpyThreads * kAxpyRows) + threadIdx.x;
+  const int64_t col0 = blockIdx.x / row_blocks * NS;  // this block's group of columns
   const int64_t slice = blockIdx.y;
   const int64_t k_begin = slice * a.slice_depth;
   const int64_t k_end = slice + 1 == a.slices ? a.depth : min(a.depth, k_begin + a.slice_depth);
@@ -207,7 +241,7 @@ __device__ void axpy(const cutlass_aot_skinny_args& a) {
     for (int64_t k0 = k_begin; k0 < k_end; k0 += kDepth) {
       const int len = (int)min((int64_t)kDepth, k_end - k0);
       __syncthreads();
-      stage_y<T, Acc, NS, kAxpyThreads, true>(a, b, k0, len, ys);
+      stage_y<T, Acc, NS, kAxpyThreads, true>(a, b, k0, len, col0, ys);
       __syncthreads();
       for (int base = 0; base < len; base += kAxpyUnroll) {
         Acc xv[kAxpyUnroll][kAxpyRows];
@@ -235,7 +269,7 @@ __device__ void axpy(const cutlass_aot_skinny_args& a) {
       if (row >= a.rows) continue;
 #pragma unroll
       for (int j = 0; j < NS; ++j)
-        if (j < a.cols) store<TC, Acc>(a, b, slice, row, j, acc[r][j]);
+        if (col0 + j < a.cols) store<TC, Acc>(a, b, slice, row, col0 + j, acc[r][j]);
     }
   }
 }
