@@ -394,9 +394,11 @@ fn skinny_ways_follow_the_narrow_side_and_the_layout() {
             .all(|w| w.0 == Form::Axpy && w.1 == Orientation::AsGiven),
         "{ways:?}"
     );
-    // 40 columns: the tensor form only; 65: none.
+    // 40 columns: the CUDA-core form (three groups of 16) and the tensor form, as given; 65: none.
     let (sig, ops) = problem(DType::Bf16, TN, (2000, 40, 512, 1), 0, 0);
-    assert!(skinny_ways(sig, &ops).iter().all(|w| w.0 == Form::Tensor));
+    let ways = skinny_ways(sig, &ops);
+    assert!(ways.iter().all(|w| w.1 == Orientation::AsGiven), "{ways:?}");
+    assert!(ways.iter().any(|w| w.0 == Form::Dot) && ways.iter().any(|w| w.0 == Form::Tensor));
     let (sig, ops) = problem(DType::Bf16, TN, (2000, 65, 512, 1), 0, 0);
     assert!(skinny_ways(sig, &ops).is_empty());
 }
