@@ -16,8 +16,10 @@ LAUNCH = 2.5e-6
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
 # As src/dispatch/skinny.rs states them (fs: femtoseconds, ns: nanoseconds).
 CONSTANTS = {
-    "dot": {"fs": 76, "fs_col": 215, "ns_block": 1442, "ns_chunk": 1959, "fs_output": 1, "fs_output_across": 1},
-    "axpy": {"fs": 542, "fs_col": 31, "ns_block": 1, "ns_chunk": 3162, "fs_output": 5123, "fs_output_across": 15543},
+    "dot": {"fs": 76, "fs_col": 215, "ns_block": 1442, "ns_chunk": 1959,
+            "fs_output": 1, "fs_output_across": 1},
+    "axpy": {"fs": 542, "fs_col": 31, "ns_block": 1, "ns_chunk": 3162,
+             "fs_output": 5123, "fs_output_across": 15543},
     "narrow": {"fs": 249, "fs_col": 17, "ns_block": 2928, "ns_chunk": 1866, "fs_output": 3822, "conc": 73},
 }
 
@@ -55,7 +57,8 @@ def rms(c, form, rows):
     for r in rows:
         big, small = (r["n"], r["m"]) if r["orient"] else (r["m"], r["n"])
         # The harness's D is row-major: column-major as the transposed orientation computes it.
-        us = model(c, form, ELEMENT_BYTES[r["dtype"]], big, small, r["k"], r["batch"], r["slices"], r["orient"] == 1)
+        us = model(c, form, ELEMENT_BYTES[r["dtype"]], big, small, r["k"], r["batch"], r["slices"],
+                   r["orient"] == 1)
         errors.append(math.log(us / r["us"]) ** 2)
     return math.sqrt(sum(errors) / len(errors))
 

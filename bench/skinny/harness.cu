@@ -1,9 +1,10 @@
 // Times and checks the skinny GEMM kernels (cutlass_aot/skinny.cuh, narrow.cuh) outside the crate:
 // for each problem on stdin ("dtype layout m n k batch", layout = A and B letters, t row-major,
 // n column-major, C row-major) every orientation with at most 64 columns (CUDA-core forms, in
-// groups of 16; tensor form, 16-bit) at every split of K, one JSON line each: the median time of 20 launches
-// (kernel + reduction) with an event between consecutive ones, queued behind a spin kernel and the relative error against an f64 reference on the GPU. The
-// timings fit the cost constants of dispatch::skinny (bench/skinny/fit.py).
+// groups of 16; tensor form, 16-bit) at every split of K, one JSON line each: the median time of
+// 20 launches (kernel + reduction) with an event between consecutive ones, queued behind a spin
+// kernel, and the relative error against an f64 reference on the GPU. The timings fit the cost
+// constants of dispatch::skinny (bench/skinny/fit.py).
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I cutlass_glue/include -cudart static bench/skinny/harness.cu
 #define CUTLASS_AOT_DEVICE_PASS 1
 #include "cutlass_aot/narrow.cuh"
@@ -92,7 +93,8 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
       if (slices > 1 && k / slices < 32) break;
       a.slices = slices; a.slice_depth = (k + slices - 1) / slices;
       const int64_t groups = kind == 0 ? (cols + 15) / 16 : 1;  // CUDA-core forms: 16 columns a block
-      dim3 grid((unsigned)((rows + rpb - 1) / rpb * groups), slices, (unsigned)std::min<int64_t>(batch, 65535));
+      const unsigned blocks = (unsigned)((rows + rpb - 1) / rpb * groups);
+      dim3 grid(blocks, slices, (unsigned)std::min<int64_t>(batch, 65535));
       void* params[] = {&a};
       auto launch = [&]() {
         cudaLaunchKernel(f, grid, dim3(threads), params, 0, 0);

@@ -43,7 +43,10 @@ const NO_EXPR: Expr = Expr { text: "", code: &[] };
 /// full occupancy (a base and a part per output column), each block's fixed time, each staged
 /// chunk's and each output's.
 macro_rules! design {
-    ($rows:expr, $acc_bytes:literal, $blocks_per_sm:literal, $along:literal, [$fs:literal, $fs_col:literal, $ns_block:literal, $ns_chunk:literal, $fs_output:literal, $fs_across:literal]) => {
+    (
+        $rows:expr, $acc_bytes:literal, $blocks_per_sm:literal, $along:literal,
+        [$fs:literal, $fs_col:literal, $ns_block:literal, $ns_chunk:literal, $fs_output:literal, $fs_across:literal]
+    ) => {
         CustomDesign {
             code: Api::Cutlass2x,
             tile: Shape3::new($rows as u32, MAX_COLS as u32, 1),

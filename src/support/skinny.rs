@@ -1,7 +1,7 @@
 //! Launches of the skinny GEMM kernels: out = alpha·X·Y + beta·C for few output columns, any
-//! strides — at most 64 on CUDA cores at memory speed (`cutlass_aot/skinny.cuh`, in groups of 16),
-//! at most 64 of 16-bit operands on tensor cores (`cutlass_aot/narrow.cuh`). [`crate::dispatch`] ranks them beside
-//! CUTLASS's kernels (`dispatch::skinny`).
+//! strides — at most 64 on CUDA cores at memory speed (`cutlass_aot/skinny.cuh`, in groups of
+//! 16), at most 64 of 16-bit operands on tensor cores (`cutlass_aot/narrow.cuh`).
+//! [`crate::dispatch`] ranks them beside CUTLASS's kernels (`dispatch::skinny`).
 
 use std::ffi::CStr;
 
@@ -191,7 +191,10 @@ impl Skinny {
         if blocks > i32::MAX as usize {
             return Err(Error::invalid(
                 "skinny GEMM",
-                format!("{} rows need more than 2^31 blocks", self.rows),
+                format!(
+                    "{} rows in {groups} groups of columns need more than 2^31 blocks",
+                    self.rows
+                ),
             ));
         }
         let grid = (blocks as u32, slices as u32, self.batch.min(65535) as u32);

@@ -73,8 +73,8 @@ template <typename Acc, int NS> struct Chunk {
 // odd pitch keeps the stores of one k to all j off a single bank). The walk follows Y's
 // contiguous dimension where the layout lets the stores stay conflict-free.
 template <typename T, typename Acc, int NS, int kThreads, bool k_major>
-__device__ __forceinline__ void stage_y(const cutlass_aot_skinny_args& a, int64_t b, int64_t k0, int len, int64_t col0,
-                                        Acc* ys) {
+__device__ __forceinline__ void stage_y(const cutlass_aot_skinny_args& a, int64_t b, int64_t k0, int len,
+                                        int64_t col0, Acc* ys) {
   constexpr int kPitch = Chunk<Acc, NS>::kDepth + 1;
   const bool cols_inner = k_major || a.y.col_stride == 1;
   const int total = NS * len;
