@@ -6,6 +6,7 @@
 #   heldout   dispatch_bench --random (problems no table has) beside torch.matmul (compare.py)
 #   overhead  host_overhead (dispatch and dispatch_plan paths against a bare launch)
 #   memcheck  compute-sanitizer memcheck on the captured paths and the narrow-alignment kernels
+#             (128x128 and 64x64 tiles)
 #             (driver API errors not reported: the launch path probes cuFuncGetParamInfo past the
 #             last parameter, which the sanitizer counts as an error)
 #   ISSUE26_PARTS="tests heldout" bash bench/issue26_session.sh
@@ -67,7 +68,9 @@ if has memcheck; then
         gemm_plan_skinny_axpy_split gemm_plan_skinny_tensor_split conv_plan_strided_dgrad_stride_phases grouped_prepared_moe; do
       "$sanitizer" --tool memcheck --report-api-errors no "$bin/gpu_graphs" --test-threads 1 --exact "$t" 2>&1 | grep -E "ERROR SUMMARY|test result"
     done
-    "$sanitizer" --tool memcheck --report-api-errors no "$bin/gpu" --test-threads 1 gemm_bf16_nt_align1 2>&1 | grep -E "ERROR SUMMARY|test result"
+    for k in gemm_bf16_nt_align1 gemm_f16_tn_64x64_align1 gemm_bf16_nn_64x64_align2; do
+      "$sanitizer" --tool memcheck --report-api-errors no "$bin/gpu" --test-threads 1 "$k::" 2>&1 | grep -E "ERROR SUMMARY|test result"
+    done
     # The skinny kernels forced onto every split, a ragged split included.
     for f in f16_tnt_skinny bf16_ntt_narrow f64_ntn_skinny; do
       "$sanitizer" --tool memcheck --report-api-errors no "$bin/gpu_dispatch" --test-threads 1 "$f" 2>&1 | grep -E "ERROR SUMMARY|test result"
