@@ -1,9 +1,9 @@
 //! Skinny GEMMs as ways of dispatch: a product with at most 64 columns (as given or transposed)
 //! may run on the crate's own CUDA-core streaming kernels (16 columns a block), one of 16-bit
-//! operands also on its tensor-core kernels (`support::skinny`), instead of a CUTLASS tile that is mostly
-//! empty (and, on a misaligned operand, reads it two bytes at a time). Each kernel is described
-//! like any other ([`KernelInfo`]: operands, a design whose values give the cost model its
-//! throughput), so the one selection engine ranks it beside CUTLASS's kernels.
+//! operands also on its tensor-core kernels (`support::skinny`), instead of a CUTLASS tile that is
+//! mostly empty (and, on a misaligned operand, reads it two bytes at a time). Each kernel is
+//! described like any other ([`KernelInfo`]: operands, a design whose values give the cost model
+//! its throughput), so the one selection engine ranks it beside CUTLASS's kernels.
 
 use super::candidates::{key_of, work_of, GemmWay};
 use super::{Orientation, Policy, Selection, Signature};
@@ -43,22 +43,19 @@ const NO_EXPR: Expr = Expr { text: "", code: &[] };
 /// full occupancy (a base and a part per output column), each block's fixed time, each staged
 /// chunk's and each output's.
 macro_rules! design {
-    (
-        $rows:expr, $acc_bytes:literal, $blocks_per_sm:literal, $along:literal,
-        [$fs:literal, $fs_col:literal, $ns_block:literal, $ns_chunk:literal, $fs_output:literal, $fs_across:literal]
-    ) => {
+    ($rows:expr, $acc_bytes:literal, $blocks_per_sm:literal, $along:literal, $fit:expr) => {
         CustomDesign {
             code: Api::Cutlass2x,
             tile: Shape3::new($rows as u32, MAX_COLS as u32, 1),
             values: &[
                 ("rows_per_block", DesignValue::Int($rows as i64)),
                 ("blocks_per_sm", DesignValue::Int($blocks_per_sm)),
-                ("fs_per_element", DesignValue::Int($fs)),
-                ("fs_per_element_column", DesignValue::Int($fs_col)),
-                ("ns_per_block", DesignValue::Int($ns_block)),
-                ("ns_per_chunk", DesignValue::Int($ns_chunk)),
-                ("fs_per_output", DesignValue::Int($fs_output)),
-                ("fs_per_output_across", DesignValue::Int($fs_across)),
+                ("fs_per_element", DesignValue::Int($fit[0])),
+                ("fs_per_element_column", DesignValue::Int($fit[1])),
+                ("ns_per_block", DesignValue::Int($fit[2])),
+                ("ns_per_chunk", DesignValue::Int($fit[3])),
+                ("fs_per_output", DesignValue::Int($fit[4])),
+                ("fs_per_output_across", DesignValue::Int($fit[5])),
                 ("output_along", DesignValue::Word($along)),
                 ("chunk_entries", DesignValue::Int(32768 / $acc_bytes)),
                 ("partial_bytes", DesignValue::Int($acc_bytes)),
@@ -76,22 +73,12 @@ macro_rules! design {
 /// Fitted constants: fs per element, fs per element and column, ns per block, ns per chunk, fs per
 /// output where D lies along the form's threads (the dot form's lanes hold a row's columns, the
 /// axpy form's threads rows) and across them (RMS log error 0.18 dot, 0.21 axpy, 0.13 tensor).
-static DOT: CustomDesign = design!(
-    dot_rows_per_block(4),
-    4,
-    2,
-    "columns",
-    [76, 215, 1442, 1959, 1, 1]
-);
-static DOT_WIDE: CustomDesign = design!(
-    dot_rows_per_block(8),
-    8,
-    2,
-    "columns",
-    [76, 215, 1442, 1959, 1, 1]
-);
-static AXPY: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 4, 4, "rows", [542, 31, 1, 3162, 5123, 15543]);
-static AXPY_WIDE: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 8, 4, "rows", [542, 31, 1, 3162, 5123, 15543]);
+const DOT_FIT: [i64; 6] = [76, 215, 1442, 1959, 1, 1];
+const AXPY_FIT: [i64; 6] = [542, 31, 1, 3162, 5123, 15543];
+static DOT: CustomDesign = design!(dot_rows_per_block(4), 4, 2, "columns", DOT_FIT);
+static DOT_WIDE: CustomDesign = design!(dot_rows_per_block(8), 8, 2, "columns", DOT_FIT);
+static AXPY: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 4, 4, "rows", AXPY_FIT);
+static AXPY_WIDE: CustomDesign = design!(AXPY_ROWS_PER_BLOCK, 8, 4, "rows", AXPY_FIT);
 static TENSOR: CustomDesign = CustomDesign {
     tile: Shape3::new(TENSOR_ROWS_PER_BLOCK as u32, MAX_TENSOR_COLS as u32, 64),
     values: &[

@@ -235,8 +235,8 @@ const STREAMING_BYTES_PER_SECOND: f64 = 2.6e12;
 /// occupancy (or at `min_concurrency` blocks' where fewer run); in waves of resident blocks; plus
 /// a time per output written (`fs_per_output`, or `fs_per_output_across` where D's contiguous
 /// dimension is not the design's `output_along`, `rows` or `columns`); never under its bytes at
-/// streaming bandwidth. With `group_columns`, a block computes that many
-/// columns at most and wider products take a block per group (each reading the large operand).
+/// streaming bandwidth. With `group_columns`, a block computes that many columns at most and wider
+/// products take a block per group (each reading the large operand).
 /// A split adds its partial sums and the reduction's launch. `None` for a design without them.
 pub fn streaming_seconds(
     design: &CustomDesign,
