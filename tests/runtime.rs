@@ -201,9 +201,16 @@ fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
         modes, MANIFEST_ORDER_MODES,
         "the 2.x modes follow, in manifest order"
     );
-    // The fused kernels come last (checked in fusion.rs).
-    assert!(all[end_modes..].iter().all(|k| !k.is_plain()));
-    assert!(all[..end_modes].iter().all(|k| k.is_plain()));
+    // Then the 2.x kernels of arch 90 (f64 on Hopper's DMMA: 4 layouts x 4 tiles, and 4 layouts x 2
+    // tiles with parallel split-K); the fused kernels come last (checked in fusion.rs).
+    let hopper_f64 = all[end_modes..]
+        .iter()
+        .take_while(|k| k.api() == Api::Cutlass2x && k.min_compute_capability == 90)
+        .count();
+    assert_eq!(hopper_f64, 24, "the f64 kernels of arch 90 follow the modes");
+    let end_plain = end_modes + hopper_f64;
+    assert!(all[end_plain..].iter().all(|k| !k.is_plain()));
+    assert!(all[..end_plain].iter().all(|k| k.is_plain()));
     // Names are unique across the whole registry.
     let rust_names: Vec<_> = all.iter().map(|k| k.rust_name).collect();
     let names: HashSet<_> = all.iter().map(|k| k.name).collect();
@@ -271,7 +278,13 @@ fn registry_filter_by_metadata() {
             "gemm_f16_tn_horizontal"
         ]
     );
-    assert_eq!(names(&|k| k.gemm().a.element == DType::F64), ["gemm_f64_tt"]);
+    let f64_on = |cc: u32| names(&|k| k.gemm().a.element == DType::F64 && k.min_compute_capability == cc);
+    assert_eq!(f64_on(80), ["gemm_f64_tt"]);
+    let hopper = f64_on(90);
+    assert_eq!(hopper.len(), 24);
+    assert!(hopper
+        .iter()
+        .all(|n| n.starts_with("gemm_f64_") && n.contains("_sm90_")));
     assert_eq!(
         names(&|k| k.design.opclass() == OpClass::Simt),
         ["gemm_f32_simt_tt"]
@@ -294,7 +307,10 @@ fn registry_filter_by_metadata() {
         names(&|k| k.gemm().c.layout == Layout::ColumnInterleaved32),
         ["gemm_s8_n32t32n32_s8"]
     );
-    assert_eq!(names(&|_| true).len(), 13 + MANIFEST_ORDER_MODES.len());
+    assert_eq!(
+        names(&|_| true).len(),
+        13 + MANIFEST_ORDER_MODES.len() + hopper.len()
+    );
     // Besides it, only the transposed small-M Hopper kernels have a column-major C.
     assert!(common::gemm_registry()
         .filter(|k| k.gemm().c.layout == Layout::Column && k.api() == Api::Cutlass3x)
@@ -391,7 +407,8 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
 
 #[test]
 fn get_kernels_f64_and_f32_problems() {
-    // f64 row × row → row: only the DMMA kernel (alignment 1, so odd extents are fine).
+    // f64 row × row → row: the DMMA kernels, Ampere's and Hopper's (alignment 1, so odd extents
+    // are fine; a problem without a compute capability does not filter by architecture).
     let f64_problem = GemmProblem::new(
         (33, 17, 5),
         (DType::F64, DType::F64, DType::F64),
@@ -399,6 +416,27 @@ fn get_kernels_f64_and_f32_problems() {
     );
     let found: Vec<_> = common::gemm_registry()
         .get_kernels(&f64_problem, |_| true)
+        .map(|k| k.rust_name)
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "gemm_f64_tt",
+            "gemm_f64_tt_sm90_64x128x16",
+            "gemm_f64_tt_sm90_128x64x16",
+            "gemm_f64_tt_sm90_64x64x16",
+            "gemm_f64_tt_sm90_32x32x16",
+            "gemm_f64_tt_sm90_32x32x16_parallel",
+            "gemm_f64_tt_sm90_64x64x16_parallel"
+        ]
+    );
+    // On an A100 (compute capability 8.0) only Ampere's.
+    let on_a100 = GemmProblem {
+        compute_capability: Some(80),
+        ..f64_problem
+    };
+    let found: Vec<_> = common::gemm_registry()
+        .get_kernels(&on_a100, |_| true)
         .map(|k| k.rust_name)
         .collect();
     assert_eq!(found, ["gemm_f64_tt"]);

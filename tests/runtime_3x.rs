@@ -39,6 +39,9 @@ const COUNT_2X: usize = 13;
 /// Number of CUTLASS 2.x kernels after the 3.x ones (the modes and number formats of issue 4).
 const COUNT_2X_MODES: usize = 12;
 
+/// Number of f64 kernels of arch 90 (CUTLASS 2.x on Hopper's DMMA) after the modes.
+const COUNT_2X_HOPPER_F64: usize = 24;
+
 /// The arch-90 kernels of `kernel_manifest.yaml`, in manifest order: a family expands in field
 /// order (`a`, then `tile`, then `cluster`), and the families follow one another.
 const MANIFEST_ORDER_3X: [&str; 26] = [
@@ -440,8 +443,9 @@ fn fake_descriptor(address: u64) -> Vec<u8> {
 #[test]
 fn registry_lists_the_3x_kernels_after_the_2x_ones_in_manifest_order() {
     let all = common::gemm_registry().all();
-    // 2.x kernels, 3.x kernels, the 2.x mode kernels, then the fused kernels (fusion.rs).
-    let plain = COUNT_2X + MANIFEST_ORDER_3X.len() + COUNT_2X_MODES;
+    // 2.x kernels, 3.x kernels, the 2.x mode kernels, the f64 kernels of Hopper's DMMA (2.x), then
+    // the fused kernels (fusion.rs).
+    let plain = COUNT_2X + MANIFEST_ORDER_3X.len() + COUNT_2X_MODES + COUNT_2X_HOPPER_F64;
     assert!(all[..plain].iter().all(|k| k.is_plain()));
     assert!(all[plain..].iter().all(|k| !k.is_plain()));
     assert!(all[..COUNT_2X].iter().all(|k| k.api() == Api::Cutlass2x));
@@ -1264,7 +1268,8 @@ fn small_m_problems_run_transposed_on_narrow_n_stream_k_tiles() {
 
 #[test]
 fn model_falls_back_to_2x_kernels_where_no_3x_kernel_fits() {
-    // f64 on Hopper: only the 2.x DMMA kernel.
+    // f64: 2.x DMMA kernels, Hopper's on Hopper (the bare model picks the smallest tile for a
+    // 33x17 output), Ampere's on an A100.
     let f64_problem = GemmProblem::new(
         (33, 17, 5),
         (DType::F64, DType::F64, DType::F64),
@@ -1272,6 +1277,8 @@ fn model_falls_back_to_2x_kernels_where_no_3x_kernel_fits() {
     )
     .on_compute_capability(90);
     let (chosen, _) = select(&f64_problem).unwrap();
+    assert_eq!(chosen.rust_name, "gemm_f64_tt_sm90_32x32x16");
+    let (chosen, _) = select(&f64_problem.on_compute_capability(80)).unwrap();
     assert_eq!(chosen.rust_name, "gemm_f64_tt");
     // bf16 row × row: the 3.x "tt" kernel on Hopper, the 2.x one on an A100.
     let tt = GemmProblem {

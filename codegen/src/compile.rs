@@ -109,20 +109,21 @@ impl NvccSetup {
                 args.push("-DCUTLASS_AOT_DEVICE_PASS".into());
                 args.push("-fatbin".into());
                 match api {
-                    Api::Cutlass2x if unit.native_isa => {
-                        // Each target from its own virtual ISA, so that newer instructions
-                        // (Hopper's fp8 conversions) are used where they exist.
-                        for arch in &self.sass_archs {
-                            args.push("-gencode".into());
-                            args.push(format!("arch=compute_{arch},code=sm_{arch}"));
-                        }
-                    }
                     Api::Cutlass2x => {
-                        for arch in &self.sass_archs {
-                            // 2.x kernels are sm_80 code: compile the compute_80 virtual ISA to
-                            // each SASS target so that no PTX is JIT-compiled at run time.
+                        // 2.x kernels are sm_80 code (f64 on arch 90: sm_90 code, Hopper's DMMA):
+                        // that virtual ISA compiled to each SASS target from it on, so that no PTX
+                        // is JIT-compiled at run time; native-ISA units compile each target from
+                        // its own virtual ISA (Hopper's fp8 conversions where they exist).
+                        let floor = unit.kernels.iter().map(|k| k.arch).min().unwrap_or(80);
+                        let mut targets: Vec<u32> =
+                            self.sass_archs.iter().copied().filter(|&a| a >= floor).collect();
+                        if targets.is_empty() {
+                            targets.push(floor);
+                        }
+                        for arch in targets {
+                            let virtual_arch = if unit.native_isa { arch } else { floor };
                             args.push("-gencode".into());
-                            args.push(format!("arch=compute_80,code=sm_{arch}"));
+                            args.push(format!("arch=compute_{virtual_arch},code=sm_{arch}"));
                         }
                     }
                     Api::Cutlass3x => {

@@ -7,6 +7,17 @@
 
 pub use cutlass_aot_model::*;
 
+/// The CUTLASS generation that builds a kernel of `arch` with A of type `a`: 3.x on arch 90, except
+/// f64, which CUTLASS 3.x's collective builder lacks: f64 on arch 90 is a 2.x kernel on Hopper's
+/// DMMA (16x8x4; as CUTLASS's own library generator builds it), 2.x on arch 80.
+pub fn api_of(arch: u32, a: DType) -> Api {
+    if arch >= 90 && a != DType::F64 {
+        Api::Cutlass3x
+    } else {
+        Api::Cutlass2x
+    }
+}
+
 /// One GEMM kernel — CUTLASS 2.x universal GEMM (`arch` 80) or CUTLASS 3.x collective-builder GEMM
 /// (`arch` 90, sm_90a) — fully resolved (no defaults left to fill in).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -24,7 +35,8 @@ pub struct GemmKernel {
     /// 3.x GEMM kernels: strided batches, or a pointer-array kernel (`Strided` for every other).
     pub batch_mode: BatchMode,
     /// Minimum compute capability, as `major * 10 + minor` (80 for sm_80). 90 selects CUTLASS 3.x
-    /// kernels for sm_90a, which run only on compute capability 9.0.
+    /// kernels for sm_90a, which run only on compute capability 9.0 (f64: 2.x kernels on Hopper's
+    /// DMMA, [`api_of`]).
     pub arch: u32,
     pub opclass: OpClass,
     pub element_a: DType,
@@ -147,13 +159,9 @@ impl GemmKernel {
         self.api() == Api::Cutlass3x && (self.is_grouped() || self.batch_mode == BatchMode::Array)
     }
 
-    /// CUTLASS 2.x or 3.x, decided by `arch`.
+    /// CUTLASS 2.x or 3.x, decided by `arch` and A's type ([`api_of`]).
     pub fn api(&self) -> Api {
-        if self.arch >= 90 {
-            Api::Cutlass3x
-        } else {
-            Api::Cutlass2x
-        }
+        api_of(self.arch, self.element_a)
     }
 
     /// Warp tile = threadblock tile / warp count.

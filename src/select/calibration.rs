@@ -9,8 +9,8 @@
 //! towards the samples of nearby problems: each sample's log error against the fit weighs
 //! exp(−d²/2σ²), d the distance of the two problems' extents in octaves, and the weighted mean is
 //! shrunk towards 0 by a prior weight, so far-away rows leave the fit alone. A kernel without rows
-//! takes the fit of its family (same generation, math class and A type). `except` leaves problems
-//! out: how selection is judged on problems a table lacks.
+//! takes the fit of its family (same generation, architecture, math class and A type). `except`
+//! leaves problems out: how selection is judged on problems a table lacks.
 
 use std::collections::HashMap;
 
@@ -32,6 +32,8 @@ struct Family {
     api: Api,
     tensor: bool,
     element: Option<DType>,
+    /// 2.x kernels of sm_90 (f64 on Hopper's DMMA) run at other rates than sm_80's.
+    arch: u32,
     /// Not a CUTLASS kernel (the crate's skinny GEMMs): no CUTLASS rows stand in for it.
     custom: bool,
 }
@@ -42,6 +44,7 @@ impl Family {
             api: kernel.api(),
             tensor: kernel.design.opclass() == OpClass::TensorOp,
             element: kernel.operation.gemm_operands().map(|g| g.a.element),
+            arch: kernel.min_compute_capability,
             custom: matches!(kernel.design, crate::model::Design::Custom(_)),
         }
     }

@@ -2,11 +2,14 @@
 //! reduction kernel: the C++ of one kernel, for `cutlass_aot/gemm_2x.cuh`.
 
 use super::shape;
-use crate::model::{Activation, Epilogue, GemmKernel, OpClass, SplitK};
+use crate::model::{Activation, Epilogue, GemmKernel, SplitK};
 
 pub(super) fn kernel_source(k: &GemmKernel) -> String {
-    let arch = match k.opclass {
-        OpClass::TensorOp | OpClass::Simt => "cutlass::arch::Sm80",
+    // Arch 90 (f64 only): Hopper's DMMA instructions exist in CUTLASS's Sm90 specialisations.
+    let arch = if k.arch >= 90 {
+        "cutlass::arch::Sm90"
+    } else {
+        "cutlass::arch::Sm80"
     };
     let parallel = k.split_k == SplitK::Parallel;
     // A parallel split-K GEMM writes unscaled partial sums in the accumulator type, in vectors of

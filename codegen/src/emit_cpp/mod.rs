@@ -225,6 +225,10 @@ fn family_of(kernel: &GemmKernel) -> String {
         kernel.element_a.manifest_name(),
         kernel.element_accumulator.manifest_name()
     );
+    // 2.x kernels of arch 90 (f64 on Hopper's DMMA) compile for sm_90 only: a unit of their own.
+    if kernel.api() == Api::Cutlass2x && kernel.arch >= 90 {
+        family.push_str("_sm90");
+    }
     if let Some(feature) = &kernel.feature {
         family.push('_');
         family.push_str(&feature.replace('-', "_"));

@@ -7,7 +7,7 @@
 
 use super::entry::Entry;
 use super::values::Stages;
-use crate::model::{Api, OperationKind};
+use crate::model::{api_of, Api, OperationKind};
 
 /// A key the entry must not have (or must have) for one of its arches.
 pub struct KeyProblem {
@@ -17,22 +17,21 @@ pub struct KeyProblem {
     pub blocking: bool,
 }
 
-/// The CUTLASS generation of `arch`: the same split as `GemmKernel::api()` (an unsupported arch is
-/// reported by `validate.rs` and checked as the generation it falls in).
-fn api(arch: u32) -> Api {
-    if arch >= 90 {
-        Api::Cutlass3x
-    } else {
-        Api::Cutlass2x
-    }
+/// Whether some (arch, a) pair of `e` is built by `api` (`api_of`, as `GemmKernel::api()`; an
+/// unsupported arch is reported by `validate.rs` and checked as the generation it falls in).
+fn builds(e: &Entry, api: Api) -> bool {
+    e.arch
+        .iter()
+        .any(|&arch| e.a.iter().any(|&a| api_of(arch, a) == api))
 }
 
 /// Every key of `e` that does not fit one of its arches.
 pub fn check(e: &Entry) -> Vec<KeyProblem> {
-    let has_2x = e.arch.iter().any(|&a| api(a) == Api::Cutlass2x);
-    let has_3x = e.arch.iter().any(|&a| api(a) == Api::Cutlass3x);
+    let has_2x = builds(e, Api::Cutlass2x);
+    let has_3x = builds(e, Api::Cutlass3x);
     let split = if has_2x && has_3x {
-        "; this entry's `arch` list mixes 80 and 90, so split it into one entry per arch"
+        "; this entry mixes CUTLASS 2.x kernels (arch 80, f64 on 90) and 3.x kernels (arch 90), so split \
+         it into one entry per generation"
     } else {
         ""
     };
@@ -51,29 +50,30 @@ pub fn check(e: &Entry) -> Vec<KeyProblem> {
         wrong(
             "cluster",
             e.cluster.is_some(),
-            "cluster is only for arch 90 (CUTLASS 3.x); 2.x kernels have no clusters: remove it",
+            "cluster is only for CUTLASS 3.x kernels (arch 90, not f64); 2.x kernels have no clusters: remove it",
         );
         wrong(
             "schedule",
             e.schedule.is_some(),
-            "schedule is only for arch 90 (CUTLASS 3.x); 2.x kernels are shaped by `warps` and `stages`: \
-             remove it",
+            "schedule is only for CUTLASS 3.x kernels (arch 90, not f64); 2.x kernels are shaped by `warps` \
+             and `stages`: remove it",
         );
         wrong(
             "epilogue_schedule",
             e.epilogue_schedule.is_some(),
-            "epilogue_schedule is only for arch 90 (CUTLASS 3.x); 2.x kernels have one epilogue: remove it",
+            "epilogue_schedule is only for CUTLASS 3.x kernels (arch 90, not f64); 2.x kernels have one \
+             epilogue: remove it",
         );
         wrong(
             "tile_scheduler",
             e.tile_scheduler.is_some(),
-            "tile_scheduler is only for arch 90 (CUTLASS 3.x persistent kernels); 2.x kernels launch one \
-             threadblock per tile, in the order `swizzle` gives: remove it",
+            "tile_scheduler is only for CUTLASS 3.x persistent kernels (arch 90, not f64); 2.x kernels \
+             launch one threadblock per tile, in the order `swizzle` gives: remove it",
         );
         wrong(
             "stages",
             auto,
-            "`auto` is only for arch 90 (CUTLASS 3.x); 2.x kernels need a stage count: 2 to 10",
+            "`auto` is only for CUTLASS 3.x kernels (arch 90, not f64); 2.x kernels need a stage count: 2 to 10",
         );
     }
     if has_3x {

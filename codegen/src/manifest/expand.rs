@@ -267,6 +267,8 @@ fn resolve(c: Choice, kind: OperationKind, origin: &str) -> GemmKernel {
                 (OpClass::TensorOp, DType::F16 | DType::Bf16) => Shape3::new(16, 8, 16),
                 (OpClass::TensorOp, DType::F32) => Shape3::new(16, 8, 8),
                 (OpClass::TensorOp, DType::S8) => Shape3::new(16, 8, 32),
+                // Hopper's DMMA on arch 90, Ampere's on 80.
+                (OpClass::TensorOp, DType::F64) if c.arch >= 90 => Shape3::new(16, 8, 4),
                 (OpClass::TensorOp, DType::F64) => Shape3::new(8, 8, 4),
                 // Types of arch 90 only (rejected for arch 80): any shape will do.
                 (OpClass::TensorOp, _) => Shape3::new(16, 8, 32),

@@ -7,9 +7,9 @@
 //! operations:                # required, non-empty
 //!   - kind: gemm             # required; gemm | gemm_grouped | conv2d_fprop | conv2d_dgrad | conv2d_wgrad
 //!     name: hgemm_{layout}   # optional Rust name template (see below)
-//!     arch: 80               # required; 80 (CUTLASS 2.x) | 90 (CUTLASS 3.x, sm_90a)
+//!     arch: 80               # required; 80 (CUTLASS 2.x) | 90 (CUTLASS 3.x, sm_90a; f64: 2.x, sm_90)
 //!     opclass: tensorop      # tensorop | simt (80 only); default tensorop
-//!     a: f16                 # required; f16 | bf16 | f32 | f64 (80 only) | e4m3 | e5m2 | s8 (90 only)
+//!     a: f16                 # required; f16 | bf16 | f32 | f64 | e4m3 | e5m2 (90 only) | s8
 //!     b: f16                 # default a (on 90, e4m3 and e5m2 may be mixed)
 //!     c: f16                 # default a, except s32 for s8
 //!     accumulator: f32       # default f64 for f64, s32 for s8, else f32
@@ -22,7 +22,8 @@
 //!     tile: [128, 128, 32]   # required
 //!     cluster: [1, 1, 1]     # 90 only: CTAs per cluster, M and N of 1, 2 or 4, K 1; default 1x1x1
 //!     warps: [2, 2, 1]       # 80 only, and required there (on 90 the schedule decides)
-//!     instruction: [16, 8, 16]  # 80 only; default f16/bf16 16x8x16, f32 16x8x8, f64 8x8x4, simt 1x1x1
+//!     instruction: [16, 8, 16]  # 2.x only; default 16x8x16 f16/bf16, 16x8x8 f32, 8x8x4 f64 (16x8x4 on 90),
+//!                            #   1x1x1 simt
 //!     stages: 3              # 80: default 3 (tensorop), 4 (simt); 90: a count >= 2 or `auto` (default)
 //!     schedule: auto         # 90 only: auto | warpspecialized | cooperative | pingpong; default auto
 //!     epilogue_schedule: auto  # 90 only: auto | no_smem | tma; default auto

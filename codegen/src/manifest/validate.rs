@@ -22,7 +22,8 @@ pub fn check(k: &GemmKernel) -> Vec<Finding> {
             "arch",
             format!(
                 "{} is not supported; allowed: 80 (CUTLASS 2.x kernels built for sm_80; they also run on \
-                 sm_86, sm_89 and sm_90), 90 (CUTLASS 3.x kernels built for sm_90a; they run on sm_90 only)",
+                 sm_86, sm_89 and sm_90), 90 (CUTLASS 3.x kernels built for sm_90a, and f64 2.x kernels on Hopper's \
+                 DMMA; they run on sm_90 only)",
                 k.arch
             ),
         ));

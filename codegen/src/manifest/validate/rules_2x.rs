@@ -1,7 +1,8 @@
-//! The rules of CUTLASS 2.x kernels (arch 80: universal GEMM for sm_80).
+//! The rules of CUTLASS 2.x kernels (arch 80: universal GEMM for sm_80; f64 on arch 90: Hopper's
+//! DMMA).
 
 use super::{alignment_c, list, powers_of_two, stage_bytes, zero_components, Finding};
-use crate::model::{DType, GemmKernel, Layout, MathOp, OpClass, Shape3, SplitK};
+use crate::model::{DType, GemmKernel, Layout, MathOp, OpClass, OperationKind, Shape3, SplitK};
 
 /// sm_80's shared memory per threadblock (163 KiB, with the opt-in carve-out).
 pub const SMEM_LIMIT_BYTES: u64 = 166_912;
@@ -40,6 +41,9 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
         ));
         return;
     }
+    if k.arch >= 90 && !hopper_f64(k, out) {
+        return;
+    }
     types(k, out);
     math(k, out);
     // Grouped kernels do not split K (their own rules report a `split_k`).
@@ -72,6 +76,38 @@ pub fn check(k: &GemmKernel, out: &mut Vec<Finding>) {
     }
 }
 
+/// f64 on arch 90 (the only 2.x kernels there): plain GEMMs on Hopper's DMMA, as CUTLASS's library
+/// builds them. False (with a finding) where the kernel is something else.
+fn hopper_f64(k: &GemmKernel, out: &mut Vec<Finding>) -> bool {
+    let elsewhere = "use arch 80 for it (sm_80 kernels run on sm_90 too)";
+    if k.kind != OperationKind::Gemm || k.conv_kind().is_some() {
+        let kind = if k.conv_kind().is_some() {
+            "a convolution"
+        } else {
+            "a grouped GEMM"
+        };
+        out.push((
+            "arch",
+            format!(
+                "90 with a f64 is a CUTLASS 2.x GEMM on Hopper's DMMA; this entry is {kind}: {elsewhere}"
+            ),
+        ));
+        return false;
+    }
+    if k.opclass != OpClass::TensorOp {
+        out.push((
+            "opclass",
+            format!(
+                "{} with a f64 on arch 90 is not built (arch 90 f64 kernels run on Hopper's DMMA, \
+                 opclass tensorop); for f64 on CUDA cores {elsewhere}",
+                k.opclass
+            ),
+        ));
+        return false;
+    }
+    true
+}
+
 fn types(k: &GemmKernel, out: &mut Vec<Finding>) {
     let (a, acc) = (k.element_a, k.element_accumulator);
     if k.element_b != a {
@@ -80,9 +116,11 @@ fn types(k: &GemmKernel, out: &mut Vec<Finding>) {
             k.element_b
         )));
     }
+    let hopper: &[Shape3] = &[s(16, 8, 4)];
     match COMBINATIONS
         .iter()
         .find(|(op, ca, cacc, _)| (*op, *ca, *cacc) == (k.opclass, a, acc))
+        .map(|&(op, ca, cacc, inst)| (op, ca, cacc, if k.arch >= 90 { hopper } else { inst }))
     {
         Some((_, _, _, instructions)) if !instructions.contains(&k.instruction) => {
             out.push((
