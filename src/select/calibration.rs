@@ -163,7 +163,17 @@ impl Rates {
         let (a, b) = affine_fit(&basis)?;
         let model = kernel_seconds(kernel, work, split_k, multiprocessors);
         let fitted = a * model + b;
-        Some((fitted * local_correction(&basis, key, (a, b)).exp(), fit))
+        // No way runs faster than the fastest its family measured at the same split: a fit of
+        // large problems alone leaves out a split's fixed cost (a serial split's semaphores).
+        let floor = of_split(&family(), split_k)
+            .iter()
+            .map(|s| s.measured)
+            .reduce(f64::min)
+            .unwrap_or(0.0);
+        Some((
+            (fitted * local_correction(&basis, key, (a, b)).exp()).max(floor),
+            fit,
+        ))
     }
 }
 
