@@ -202,13 +202,19 @@ fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
         "the 2.x modes follow, in manifest order"
     );
     // Then the 2.x kernels of arch 90 (f64 on Hopper's DMMA: 4 layouts x 4 tiles, and 4 layouts x 2
-    // tiles with parallel split-K); the fused kernels come last (checked in fusion.rs).
+    // tiles with parallel split-K) and the SIMT f32 kernels of the other layouts and the 64x64
+    // tile; the fused kernels come last (checked in fusion.rs).
     let hopper_f64 = all[end_modes..]
         .iter()
         .take_while(|k| k.api() == Api::Cutlass2x && k.min_compute_capability == 90)
         .count();
     assert_eq!(hopper_f64, 24, "the f64 kernels of arch 90 follow the modes");
-    let end_plain = end_modes + hopper_f64;
+    let simt = all[end_modes + hopper_f64..]
+        .iter()
+        .take_while(|k| k.design.opclass() == OpClass::Simt)
+        .count();
+    assert_eq!(simt, 7, "the SIMT f32 kernels follow");
+    let end_plain = end_modes + hopper_f64 + simt;
     assert!(all[end_plain..].iter().all(|k| !k.is_plain()));
     assert!(all[..end_plain].iter().all(|k| k.is_plain()));
     // Names are unique across the whole registry.
@@ -287,7 +293,16 @@ fn registry_filter_by_metadata() {
         .all(|n| n.starts_with("gemm_f64_") && n.contains("_sm90_")));
     assert_eq!(
         names(&|k| k.design.opclass() == OpClass::Simt),
-        ["gemm_f32_simt_tt"]
+        [
+            "gemm_f32_simt_tt",
+            "gemm_f32_simt_nt",
+            "gemm_f32_simt_nn",
+            "gemm_f32_simt_tn",
+            "gemm_f32_simt_tt_64x64",
+            "gemm_f32_simt_tn_64x64",
+            "gemm_f32_simt_nt_64x64",
+            "gemm_f32_simt_nn_64x64"
+        ]
     );
     assert_eq!(
         names(&|k| k.design.as_2x().is_some_and(|d| d.swizzle == Swizzle::Batched)),
@@ -309,7 +324,8 @@ fn registry_filter_by_metadata() {
     );
     assert_eq!(
         names(&|_| true).len(),
-        13 + MANIFEST_ORDER_MODES.len() + hopper.len()
+        13 + MANIFEST_ORDER_MODES.len() + hopper.len() + 7,
+        "the 13 first, the modes, Hopper's f64 and the 7 SIMT f32 kernels after them"
     );
     // Besides it, only the transposed small-M Hopper kernels have a column-major C.
     assert!(common::gemm_registry()
@@ -441,7 +457,7 @@ fn get_kernels_f64_and_f32_problems() {
         .collect();
     assert_eq!(found, ["gemm_f64_tt"]);
 
-    // f32 row × row → row with aligned extents: the TF32 kernel, the SIMT kernel and 3xTF32.
+    // f32 row × row → row with aligned extents: the TF32 kernel, the SIMT kernels and 3xTF32.
     let f32_problem = GemmProblem::new(
         (256, 256, 256),
         (DType::F32, DType::F32, DType::F32),
@@ -451,8 +467,16 @@ fn get_kernels_f64_and_f32_problems() {
         .get_kernels(&f32_problem, |_| true)
         .map(|k| k.rust_name)
         .collect();
-    assert_eq!(found, ["gemm_tf32_tt", "gemm_f32_simt_tt", "gemm_f32_3xtf32_tt"]);
-    // n = 255 is not a multiple of TF32's alignment 4: only SIMT (alignment 1) remains.
+    assert_eq!(
+        found,
+        [
+            "gemm_tf32_tt",
+            "gemm_f32_simt_tt",
+            "gemm_f32_3xtf32_tt",
+            "gemm_f32_simt_tt_64x64"
+        ]
+    );
+    // n = 255 is not a multiple of TF32's alignment 4: only SIMT (alignment 1) remains, at both tiles.
     let odd = GemmProblem {
         n: 255,
         ..f32_problem
@@ -461,7 +485,7 @@ fn get_kernels_f64_and_f32_problems() {
         .get_kernels(&odd, |_| true)
         .map(|k| k.rust_name)
         .collect();
-    assert_eq!(found, ["gemm_f32_simt_tt"]);
+    assert_eq!(found, ["gemm_f32_simt_tt", "gemm_f32_simt_tt_64x64"]);
 }
 
 #[test]
