@@ -689,13 +689,15 @@ fn dispatch_bf16_tn(
     Ok(kernel)
 }
 
-/// `dispatch::run` picks a kernel (a Hopper one on compute capability 9.0), runs it, and the
-/// result matches the reference, also for a decode-shaped problem (small M, which dispatch may run
-/// transposed: D^T = B^T A^T); a product of mismatched shapes is an error.
+/// `dispatch::run` picks a kernel, runs it, and the result matches the reference: on a small
+/// problem (where 2.x 64x64 tiles may win), on one large enough for a Hopper kernel on compute
+/// capability 9.0, and on a decode-shaped problem (small M, which dispatch may run transposed:
+/// D^T = B^T A^T); a product of mismatched shapes is an error.
 fn dispatch_bf16(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     use half::bf16;
     let stream = ctx.new_stream().map_err(|e| e.to_string())?;
-    let kernel = dispatch_bf16_tn(&stream, (1000, 512, 256), 21)?;
+    dispatch_bf16_tn(&stream, (1000, 512, 256), 21)?;
+    let kernel = dispatch_bf16_tn(&stream, (2048, 1024, 512), 22)?;
     let cc = device::props(ctx)?.compute_capability;
     if cc == 90 && kernel.api() != cutlass_aot::model::Api::Cutlass3x {
         return Err(format!(
