@@ -214,7 +214,12 @@ fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
         .take_while(|k| k.design.opclass() == OpClass::Simt)
         .count();
     assert_eq!(simt, 7, "the SIMT f32 kernels follow");
-    let end_plain = end_modes + hopper_f64 + simt;
+    let small = all[end_modes + hopper_f64 + simt..]
+        .iter()
+        .take_while(|k| k.is_plain() && k.tile().m == 64 && k.api() == Api::Cutlass2x)
+        .count();
+    assert_eq!(small, 8, "then the 64x64 f16/bf16 kernels");
+    let end_plain = end_modes + hopper_f64 + simt + small;
     assert!(all[end_plain..].iter().all(|k| !k.is_plain()));
     assert!(all[..end_plain].iter().all(|k| k.is_plain()));
     // Names are unique across the whole registry.
@@ -269,7 +274,16 @@ fn registry_filter_by_metadata() {
     };
     assert_eq!(
         names(&|k| k.gemm().a.element == DType::Bf16),
-        ["gemm_bf16_tt", "gemm_bf16_tn", "gemm_bf16_nt", "gemm_bf16_nn"]
+        [
+            "gemm_bf16_tt",
+            "gemm_bf16_tn",
+            "gemm_bf16_nt",
+            "gemm_bf16_nn",
+            "gemm_bf16_tt_64x64",
+            "gemm_bf16_tn_64x64",
+            "gemm_bf16_nt_64x64",
+            "gemm_bf16_nn_64x64"
+        ]
     );
     assert_eq!(
         names(&|k| k.gemm().a.element == DType::F16),
@@ -281,7 +295,11 @@ fn registry_filter_by_metadata() {
             "gemm_f16_tn_batched",
             "gemm_f16_tn_128x128_splitk_serial",
             "gemm_f16_tn_128x128_splitk_parallel",
-            "gemm_f16_tn_horizontal"
+            "gemm_f16_tn_horizontal",
+            "gemm_f16_tt_64x64",
+            "gemm_f16_tn_64x64",
+            "gemm_f16_nt_64x64",
+            "gemm_f16_nn_64x64"
         ]
     );
     let f64_on = |cc: u32| names(&|k| k.gemm().a.element == DType::F64 && k.min_compute_capability == cc);
@@ -324,8 +342,8 @@ fn registry_filter_by_metadata() {
     );
     assert_eq!(
         names(&|_| true).len(),
-        13 + MANIFEST_ORDER_MODES.len() + hopper.len() + 7,
-        "the 13 first, the modes, Hopper's f64 and the 7 SIMT f32 kernels after them"
+        13 + MANIFEST_ORDER_MODES.len() + hopper.len() + 7 + 8,
+        "the 13 first, the modes, Hopper's f64, 7 SIMT f32 and 8 64x64 f16/bf16 kernels after them"
     );
     // Besides it, only the transposed small-M Hopper kernels have a column-major C.
     assert!(common::gemm_registry()
@@ -346,8 +364,8 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
         .get_kernels(&problem, |_| true)
         .map(|k| k.rust_name)
         .collect();
-    // The batched, split-K and horizontal kernels are also f16 row × column → row with alignment
-    // 8: they run it too.
+    // The batched, split-K, horizontal and 64x64 kernels are also f16 row × column → row with
+    // alignment 8: they run it too.
     assert_eq!(
         found,
         HashSet::from([
@@ -355,7 +373,8 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
             "gemm_f16_tn_batched",
             "gemm_f16_tn_128x128_splitk_serial",
             "gemm_f16_tn_128x128_splitk_parallel",
-            "gemm_f16_tn_horizontal"
+            "gemm_f16_tn_horizontal",
+            "gemm_f16_tn_64x64"
         ])
     );
     // On an H100 (9.0) the f16 CUTLASS 3.x kernels (all row × column → row, alignment 8) join
@@ -400,7 +419,8 @@ fn get_kernels_for_a_4096_cubed_f16_tn_problem() {
         [
             "gemm_f16_tn",
             "gemm_f16_tn_128x128_splitk_serial",
-            "gemm_f16_tn_128x128_splitk_parallel"
+            "gemm_f16_tn_128x128_splitk_parallel",
+            "gemm_f16_tn_64x64"
         ]
     );
     let big_tiles: Vec<_> = common::gemm_registry()

@@ -42,8 +42,9 @@ const COUNT_2X_MODES: usize = 12;
 /// Number of f64 kernels of arch 90 (CUTLASS 2.x on Hopper's DMMA) after the modes.
 const COUNT_2X_HOPPER_F64: usize = 24;
 
-/// Number of SIMT f32 kernels after them (the other layouts at 128x128, every layout at 64x64).
-const COUNT_2X_SIMT: usize = 7;
+/// Number of SIMT f32 kernels after them (the other layouts at 128x128, every layout at 64x64),
+/// and of 64x64 f16/bf16 kernels after those.
+const COUNT_2X_SIMT_AND_SMALL: usize = 7 + 8;
 
 /// The arch-90 kernels of `kernel_manifest.yaml`, in manifest order: a family expands in field
 /// order (`a`, then `tile`, then `cluster`), and the families follow one another.
@@ -448,7 +449,8 @@ fn registry_lists_the_3x_kernels_after_the_2x_ones_in_manifest_order() {
     let all = common::gemm_registry().all();
     // 2.x kernels, 3.x kernels, the 2.x mode kernels, the f64 kernels of Hopper's DMMA (2.x) and
     // the SIMT f32 kernels, then the fused kernels (fusion.rs).
-    let plain = COUNT_2X + MANIFEST_ORDER_3X.len() + COUNT_2X_MODES + COUNT_2X_HOPPER_F64 + COUNT_2X_SIMT;
+    let plain =
+        COUNT_2X + MANIFEST_ORDER_3X.len() + COUNT_2X_MODES + COUNT_2X_HOPPER_F64 + COUNT_2X_SIMT_AND_SMALL;
     assert!(all[..plain].iter().all(|k| k.is_plain()));
     assert!(all[plain..].iter().all(|k| !k.is_plain()));
     assert!(all[..COUNT_2X].iter().all(|k| k.api() == Api::Cutlass2x));
