@@ -413,6 +413,42 @@ mod tests {
         }
     }
 
+    /// The device pass's `-gencode` values of a unit of the manifest `entries`.
+    fn device_targets(entries: &str) -> Vec<String> {
+        let text = format!("version: 1\noperations:\n{entries}");
+        let kernels = crate::manifest::parse(&text, "m.yaml").expect("a valid manifest");
+        let unit = &crate::emit_cpp::plan_units(&kernels, 8)[0];
+        let args = setup().arguments(Pass::Device, unit);
+        args.windows(2)
+            .filter(|w| w[0] == "-gencode")
+            .map(|w| w[1].clone())
+            .collect()
+    }
+
+    #[test]
+    fn units_compile_for_their_kernels_architecture() {
+        let gemm = |arch: u32, a: &str| {
+            format!(
+                "  - {{kind: gemm, arch: {arch}, a: {a}, layout_a: row, layout_b: column, \
+                 tile: [64, 64, 16], warps: [2, 2, 1], stages: 4}}\n"
+            )
+        };
+        // 2.x kernels: sm_80 code for every SASS target; f64 on arch 90 (Hopper's DMMA): sm_90 code
+        // for sm_90 only.
+        assert_eq!(
+            device_targets(&gemm(80, "f64")),
+            ["arch=compute_80,code=sm_80", "arch=compute_80,code=sm_90"]
+        );
+        assert_eq!(device_targets(&gemm(90, "f64")), ["arch=compute_90,code=sm_90"]);
+        // Its C++ is CUTLASS's Sm90 specialisation with Hopper's instruction.
+        let text = format!("version: 1\noperations:\n{}", gemm(90, "f64"));
+        let kernels = crate::manifest::parse(&text, "m.yaml").expect("a valid manifest");
+        let source = &crate::emit_cpp::plan_units(&kernels, 8)[0].source;
+        assert!(
+            source.contains("cutlass::arch::Sm90") && source.contains("cutlass::gemm::GemmShape<16, 8, 4>")
+        );
+    }
+
     #[test]
     fn cache_keys_ignore_comments_but_not_code_or_glue() {
         let s = setup();
