@@ -413,11 +413,15 @@ mod tests {
         }
     }
 
-    /// The device pass's `-gencode` values of a unit of the manifest `entries`.
-    fn device_targets(entries: &str) -> Vec<String> {
+    /// The first unit of the manifest `entries`.
+    fn unit_of(entries: &str) -> Unit {
         let text = format!("version: 1\noperations:\n{entries}");
         let kernels = crate::manifest::parse(&text, "m.yaml").expect("a valid manifest");
-        let unit = &crate::emit_cpp::plan_units(&kernels, 8)[0];
+        crate::emit_cpp::plan_units(&kernels, 8).swap_remove(0)
+    }
+
+    /// The device pass's `-gencode` values of `unit`.
+    fn device_targets(unit: &Unit) -> Vec<String> {
         let args = setup().arguments(Pass::Device, unit);
         args.windows(2)
             .filter(|w| w[0] == "-gencode")
@@ -436,16 +440,15 @@ mod tests {
         // 2.x kernels: sm_80 code for every SASS target; f64 on arch 90 (Hopper's DMMA): sm_90 code
         // for sm_90 only.
         assert_eq!(
-            device_targets(&gemm(80, "f64")),
+            device_targets(&unit_of(&gemm(80, "f64"))),
             ["arch=compute_80,code=sm_80", "arch=compute_80,code=sm_90"]
         );
-        assert_eq!(device_targets(&gemm(90, "f64")), ["arch=compute_90,code=sm_90"]);
+        let hopper = unit_of(&gemm(90, "f64"));
+        assert_eq!(device_targets(&hopper), ["arch=compute_90,code=sm_90"]);
         // Its C++ is CUTLASS's Sm90 specialisation with Hopper's instruction.
-        let text = format!("version: 1\noperations:\n{}", gemm(90, "f64"));
-        let kernels = crate::manifest::parse(&text, "m.yaml").expect("a valid manifest");
-        let source = &crate::emit_cpp::plan_units(&kernels, 8)[0].source;
         assert!(
-            source.contains("cutlass::arch::Sm90") && source.contains("cutlass::gemm::GemmShape<16, 8, 4>")
+            hopper.source.contains("cutlass::arch::Sm90")
+                && hopper.source.contains("cutlass::gemm::GemmShape<16, 8, 4>")
         );
     }
 

@@ -136,10 +136,18 @@ impl Rates {
         }
         let of = |samples| kept_of(samples, except);
         let own = of(self.by_kernel.get(kernel.name));
-        let family = || of(self.by_family.get(&Family::of(kernel)));
+        let family = of(self.by_family.get(&Family::of(kernel)));
         fn of_split<'s>(samples: &[&'s Sample], split_k: usize) -> Vec<&'s Sample> {
             samples.iter().copied().filter(|s| s.split_k == split_k).collect()
         }
+        // No way runs faster than the fastest its family measured at the same split: a fit of
+        // large problems alone leaves out a split's fixed cost (a serial split's semaphores).
+        let floor = family
+            .iter()
+            .filter(|s| s.split_k == split_k)
+            .map(|s| s.measured)
+            .reduce(f64::min)
+            .unwrap_or(0.0);
         // The kernel's rows of this split-K; else its family's rows of this split-K (a split's
         // fixed cost is the family's more than the kernel's); else all of the kernel's, else all
         // of its family's.
@@ -147,7 +155,6 @@ impl Rates {
         let (basis, fit) = if own_split.len() >= SPLIT_SAMPLES {
             (own_split, Fit::Kernel { rows: own.len() })
         } else {
-            let family = family();
             let family_split = of_split(&family, split_k);
             if family_split.len() >= SPLIT_SAMPLES && split_k > 1 {
                 let rows = family_split.len();
@@ -163,13 +170,6 @@ impl Rates {
         let (a, b) = affine_fit(&basis)?;
         let model = kernel_seconds(kernel, work, split_k, multiprocessors);
         let fitted = a * model + b;
-        // No way runs faster than the fastest its family measured at the same split: a fit of
-        // large problems alone leaves out a split's fixed cost (a serial split's semaphores).
-        let floor = of_split(&family(), split_k)
-            .iter()
-            .map(|s| s.measured)
-            .reduce(f64::min)
-            .unwrap_or(0.0);
         Some((
             (fitted * local_correction(&basis, key, (a, b)).exp()).max(floor),
             fit,

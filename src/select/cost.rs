@@ -163,10 +163,10 @@ fn busiest_macs(kernel: &KernelInfo, pieces: &[Piece], slices: usize, sms: f64) 
 }
 
 /// The kernel's multiply-add rate relative to 16-bit tensor cores on a Hopper kernel: its math
-/// (TF32 half, 3xTF32 a sixth, 8-bit twice, CUDA cores and f64 a fifteenth, f64 on Ampere's
-/// DMMA a thirtieth), CUTLASS 2.x
-/// tensor-core kernels at 65 % of a 3.x kernel's rate, analytic conv iterators at 75 %, and the
-/// first-layer conv kernel at 2.5x (it reads its few channels once per patch, not per tap).
+/// (TF32 half, 3xTF32 a sixth, 8-bit twice, f32 on CUDA cores and f64 on Hopper's DMMA a
+/// fifteenth, f64 on Ampere's DMMA or CUDA cores a thirtieth), CUTLASS 2.x tensor-core kernels at
+/// 65 % of a 3.x kernel's rate, analytic conv iterators at 75 %, and the first-layer conv kernel at
+/// 2.5x (it reads its few channels once per patch, not per tap).
 fn math_rate(kernel: &KernelInfo) -> f64 {
     let Some(op) = kernel.operation.gemm_operands() else {
         return 1.0;
@@ -175,8 +175,8 @@ fn math_rate(kernel: &KernelInfo) -> f64 {
     let math = match (op.a.element, tensor) {
         // Hopper's DMMA (16x8x4) runs twice as many multiply-adds as Ampere's (8x8x4) on an H100.
         (DType::F64, true) if kernel.min_compute_capability >= 90 => 1.0 / 15.0,
-        (DType::F64, true) => 1.0 / 30.0,
-        (DType::F64, false) => 1.0 / 30.0,
+        // Ampere's DMMA and CUDA cores.
+        (DType::F64, _) => 1.0 / 30.0,
         (DType::F32, false) => 1.0 / 15.0,
         (DType::F32, true) => match op.math {
             MathOp::MultiplyAddFastF32 => 1.0 / 6.0,
