@@ -474,11 +474,15 @@ impl Builder {
                 // Linked below, from the build's own directory.
                 archive.cpp_link_stdlib(None);
             }
+            let mut archived = std::collections::HashSet::new();
             for (slot, unit) in compiled.iter().enumerate() {
                 let local = work.join(format!("{}.fatbin", unit.name));
                 copy_if_changed(&unit.fatbin, &local).map_err(|e| io("copying fatbin", e))?;
                 fatbins[slot] = Some(local);
-                archive.object(&unit.host_object);
+                // Units whose host code compiled together share one object.
+                if archived.insert(&unit.host_object) {
+                    archive.object(&unit.host_object);
+                }
             }
             let library = self.library_name.clone().unwrap_or_else(|| {
                 format!(

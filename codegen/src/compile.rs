@@ -1,5 +1,5 @@
-//! Runs nvcc over the generated units: a fatbin (device pass) and a host object (host pass) each,
-//! in parallel under cargo's jobserver, cached by content hash in the per-user cache.
+//! Runs nvcc over the generated units: a fatbin (device pass) each and a host object (host pass) for
+//! each batch of units (`host_batch`), in parallel under cargo's jobserver, cached by content hash in the per-user cache.
 //!
 //! The cache key of an output is the SHA-256 of everything that determines it: the unit's source,
 //! every glue header, the toolchain versions and the full nvcc argument list. So `cargo clean`, a
@@ -250,6 +250,39 @@ impl JobLimiter {
     }
 }
 
+/// One nvcc run still to do.
+struct Job<'a> {
+    unit: &'a Unit,
+    pass: Pass,
+    source: PathBuf,
+    output: PathBuf,
+}
+
+/// The cached output of `pass` over `unit` (`source` on disk), or a job making it.
+fn job_or_cached<'a>(
+    setup: &NvccSetup,
+    objects: &Path,
+    stats: &mut CompileStats,
+    unit: &'a Unit,
+    pass: Pass,
+    source: &Path,
+    jobs: &mut Vec<Job<'a>>,
+) -> PathBuf {
+    let key = setup.cache_key(unit, pass);
+    let output = objects.join(format!("{key}.{}", pass.extension()));
+    if output.is_file() {
+        stats.from_cache += 1;
+    } else {
+        jobs.push(Job {
+            unit,
+            pass,
+            source: source.to_path_buf(),
+            output: output.clone(),
+        });
+    }
+    output
+}
+
 /// Compiles every unit (both passes), taking outputs from `cache_dir` where their key is present.
 /// Sources are written into `source_dir` first (rewritten only when changed).
 pub fn compile_units(
@@ -265,48 +298,66 @@ pub fn compile_units(
         message: format!("cannot create cache directory {}: {e}", objects.display()),
     })?;
 
-    struct Job {
-        unit: usize,
-        pass: Pass,
-        source: PathBuf,
-        output: PathBuf,
-    }
-    let mut jobs = Vec::new();
-    let mut compiled = Vec::new();
-    let mut stats = CompileStats::default();
-    for (index, unit) in units.iter().enumerate() {
+    let write_source = |unit: &Unit| {
         let source = source_dir.join(format!("{}.cu", unit.name));
         crate::fsutil::write_if_changed(&source, unit.source.as_bytes()).map_err(|e| CompileError {
             unit: unit.name.clone(),
             message: format!("cannot write {}: {e}", source.display()),
         })?;
-        let mut outputs = [PathBuf::new(), PathBuf::new()];
-        for (slot, pass) in [Pass::Device, Pass::Host].into_iter().enumerate() {
-            let key = setup.cache_key(unit, pass);
-            let output = objects.join(format!("{key}.{}", pass.extension()));
-            if output.is_file() {
-                stats.from_cache += 1;
-            } else {
-                jobs.push(Job {
-                    unit: index,
-                    pass,
-                    source: source.clone(),
-                    output: output.clone(),
-                });
-            }
-            outputs[slot] = output;
-        }
-        let [fatbin, host_object] = outputs;
+        Ok::<PathBuf, CompileError>(source)
+    };
+    let mut stats = CompileStats::default();
+    let mut jobs = Vec::new();
+    let mut compiled = Vec::new();
+    for unit in units {
+        let source = write_source(unit)?;
         compiled.push(CompiledUnit {
             name: unit.name.clone(),
-            fatbin,
-            host_object,
+            fatbin: job_or_cached(
+                setup,
+                &objects,
+                &mut stats,
+                unit,
+                Pass::Device,
+                &source,
+                &mut jobs,
+            ),
+            host_object: PathBuf::new(),
         });
+    }
+    let batches = crate::host_batch::host_batches(units);
+    let host_units: Vec<Unit> = batches
+        .iter()
+        .map(|members| crate::host_batch::host_unit(units, members))
+        .collect();
+    for (members, host_unit) in batches.iter().zip(&host_units) {
+        let source = write_source(host_unit)?;
+        let object = job_or_cached(
+            setup,
+            &objects,
+            &mut stats,
+            host_unit,
+            Pass::Host,
+            &source,
+            &mut jobs,
+        );
+        for &member in members {
+            compiled[member].host_object = object.clone();
+        }
     }
     stats.compiled = jobs.len();
 
-    // Longest first would be ideal; device passes dominate, so run them first.
-    jobs.sort_by_key(|job| job.pass == Pass::Host);
+    // Longest first, so that no long job starts last. Rough seconds per kernel: a 3.x kernel's
+    // device code ~8, a 2.x kernel's ~3; host code ~0.6 a kernel after ~10 s of headers.
+    let weight = |job: &Job| {
+        let kernels = job.unit.kernels.len() as u64;
+        match (job.pass, job.unit.api) {
+            (Pass::Device, Api::Cutlass3x) => 80 * kernels + 10,
+            (Pass::Device, Api::Cutlass2x) => 30 * kernels + 10,
+            (Pass::Host, _) => 6 * kernels + 100,
+        }
+    };
+    jobs.sort_by_key(|job| std::cmp::Reverse(weight(job)));
     let next = AtomicUsize::new(0);
     let first_error: Mutex<Option<CompileError>> = Mutex::new(None);
     let workers = limiter.threads.min(jobs.len());
@@ -328,13 +379,13 @@ pub fn compile_units(
                     return;
                 }
                 let job = &jobs[index];
-                let result = run_nvcc(setup, job.pass, &units[job.unit], &job.source, &job.output);
+                let result = run_nvcc(setup, job.pass, job.unit, &job.source, &job.output);
                 drop(token);
                 if let Err(message) = result {
                     let mut slot = first_error.lock().unwrap();
                     if slot.is_none() {
                         *slot = Some(CompileError {
-                            unit: units[job.unit].name.clone(),
+                            unit: job.unit.name.clone(),
                             message,
                         });
                     }

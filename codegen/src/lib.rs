@@ -18,6 +18,7 @@ pub mod elementwise;
 pub mod emit_cpp;
 pub mod emit_rust;
 mod fsutil;
+pub mod host_batch;
 pub mod manifest;
 pub mod model;
 pub mod static_cxx;
