@@ -2,7 +2,9 @@
 //! weigh (`dispatch::ways`: every kernel in both orientations, at its split-K counts, directly or
 //! after staging) are ranked by the engine with the embedded table, and the `--top` of them (and the
 //! best of each orientation) are timed, each kernel on packed operands of the problem as it runs it
-//! (the way's table key). Every time becomes a row of the table written to `--out` (the format the
+//! (the way's table key); the crate's skinny kernels run through dispatch itself (their
+//! orientation and partial sums), steered onto the way by a table that times it fastest. Every
+//! time becomes a row of the table written to `--out` (the format the
 //! build embeds, `cutlass_aot_build::table`); each problem's fastest way is also printed.
 //!
 //! ```text
@@ -95,6 +97,40 @@ fn data_of(stream: &Arc<CudaStream>, pools: &mut Pools, key: &Key) -> Result<Gem
 }
 
 /// The user's packed operands at stand-in addresses (only alignment matters to the ways).
+/// A way the sweep times: its key and launch, and the problem whose operands it runs on.
+struct Picked {
+    key: Key,
+    kernel: &'static cutlass_aot::KernelInfo,
+    split_k: usize,
+    data_key: Key,
+    skinny: bool,
+}
+
+/// Tables timing every way of a problem, `forced` fastest by far: dispatch takes it.
+fn forcing_table(
+    device: &cutlass_aot::device::DeviceProps,
+    ways: &[(Key, &'static cutlass_aot::KernelInfo, usize)],
+    forced: (Key, &'static cutlass_aot::KernelInfo, usize),
+) -> &'static [cutlass_aot::select::Table] {
+    let is_forced = |w: &(Key, &cutlass_aot::KernelInfo, usize)| {
+        w.0 == forced.0 && std::ptr::eq(w.1, forced.1) && w.2 == forced.2
+    };
+    let rows: Vec<Row> = ways
+        .iter()
+        .map(|w| {
+            Row::new(
+                w.0,
+                w.1,
+                w.2,
+                Default::default(),
+                if is_forced(w) { 1.0 } else { 1e3 },
+            )
+        })
+        .collect();
+    let table = cutlass_aot::select::Table::new(device.name, "sweep", Box::leak(rows.into_boxed_slice()));
+    Box::leak(vec![table].into_boxed_slice())
+}
+
 fn user_operands(layouts: [cutlass_aot::model::Layout; 3], e: Extents) -> GemmOperands {
     let op = |rows: usize, cols: usize, layout, at: u64| Operand {
         shape: MatrixShape {
@@ -137,34 +173,83 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<(), String> {
         };
         let user = user_operands(layouts, e);
         let candidates = dispatch::ways(&REGISTRY, signature, &user, &device, Default::default());
+        let every_way: Vec<(Key, &'static cutlass_aot::KernelInfo, usize)> =
+            candidates.iter().map(|c| (c.key, c.kernel, c.split_k)).collect();
         let mut ranked = dispatch::context(table, &device).estimate_all(candidates, &[]);
         ranked.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us));
         // The top ways, then the best of each orientation and of direct and staged ways.
-        let mut picked: Vec<(Key, &'static cutlass_aot::KernelInfo, usize)> = Vec::new();
+        let mut picked: Vec<Picked> = Vec::new();
         let mut seen_kinds = BTreeMap::new();
         for r in &ranked {
-            let id = (r.key, r.kernel, r.split_k);
             let kind = (format!("{:?}", r.way.orientation), r.way.staged.is_some());
             let first_of_kind = seen_kinds.insert(kind, ()).is_none();
             let known = picked
                 .iter()
-                .any(|p| p.0 == id.0 && std::ptr::eq(p.1, id.1) && p.2 == id.2);
+                .any(|p| p.key == r.key && std::ptr::eq(p.kernel, r.kernel) && p.split_k == r.split_k);
             if (picked.len() < o.top || first_of_kind) && !known {
-                picked.push(id);
+                let skinny = dispatch::skinny::elements_of(r.kernel).is_some();
+                let transposed = r.way.orientation == dispatch::Orientation::Transposed;
+                picked.push(Picked {
+                    key: r.key,
+                    kernel: r.kernel,
+                    split_k: r.split_k,
+                    // A skinny way runs through dispatch, on the problem as the user gave it.
+                    data_key: match (skinny, transposed) {
+                        (true, true) => dispatch::candidates::transposed_key(&r.key),
+                        _ => r.key,
+                    },
+                    skinny,
+                });
             }
         }
         let mut best: Option<(f64, String)> = None;
         // Operands per key, shared by the ways that run it.
         let mut data: std::collections::HashMap<Key, GemmData> = std::collections::HashMap::new();
-        for (key, kernel, split_k) in picked {
-            let operands = match data.entry(key) {
-                std::collections::hash_map::Entry::Occupied(d) => d.get().operands_split(1.0, 0.0, split_k),
+        for Picked {
+            key,
+            kernel,
+            split_k,
+            data_key,
+            skinny,
+        } in picked
+        {
+            let kernel_split = if skinny { 1 } else { split_k };
+            let operands = match data.entry(data_key) {
+                std::collections::hash_map::Entry::Occupied(d) => {
+                    d.get().operands_split(1.0, 0.0, kernel_split)
+                }
                 std::collections::hash_map::Entry::Vacant(slot) => slot
-                    .insert(data_of(&stream, &mut pools, &key)?)
-                    .operands_split(1.0, 0.0, split_k),
+                    .insert(data_of(&stream, &mut pools, &data_key)?)
+                    .operands_split(1.0, 0.0, kernel_split),
             };
-            // SAFETY: the buffers of `data` hold exactly the key's element types and lengths.
-            let launch = || unsafe { gemm::launch_raw(kernel, &stream, &operands) };
+            // Skinny kernels launch through dispatch (orientation, partial sums), steered onto this
+            // way by a table that times it alone.
+            let forced = skinny.then(|| forcing_table(&device, &every_way, (key, kernel, split_k)));
+            let launch = || match forced {
+                // SAFETY: the buffers of `data` hold exactly the key's element types and lengths.
+                None => unsafe { gemm::launch_raw(kernel, &stream, &operands) },
+                Some(tables) => unsafe {
+                    dispatch::launch_raw_with(
+                        &REGISTRY,
+                        tables,
+                        &stream,
+                        signature,
+                        &operands,
+                        Default::default(),
+                    )
+                }
+                .and_then(|ran| match ran.kernel {
+                    Some(k) if std::ptr::eq(k, kernel) && ran.split_k == split_k => Ok(()),
+                    other => Err(cutlass_aot::Error::invalid(
+                        "select_sweep",
+                        format!(
+                            "dispatch ran {:?} split {}, not the forced way",
+                            other.map(|k| k.rust_name),
+                            ran.split_k
+                        ),
+                    )),
+                }),
+            };
             match common::time_launches(ctx, &stream, 2, o.iters, Some(0.05), spinner.as_ref(), launch) {
                 Ok(t) => {
                     let row = Row::new(key, kernel, split_k, Default::default(), t.median_us.max(0.01));

@@ -155,9 +155,18 @@ fn table_tokens(tables: &[crate::table::Table]) -> TokenStream {
                 crate::table::Raster::AlongN => 2,
             };
             let (split_k, swizzle, us) = (row.split_k, row.swizzle, row.us);
-            let module = format_ident!("{}", row.rust_name);
+            let kernel = match &row.built_in {
+                Some(name) => {
+                    let name = format_ident!("{}", name);
+                    quote!(&::cutlass_aot::dispatch::skinny::#name)
+                }
+                None => {
+                    let module = format_ident!("{}", row.rust_name);
+                    quote!(&super::#module::INFO)
+                }
+            };
             quote! {
-                Row::emitted(#op, [#ea, #eb, #ec], #layouts, [#(#dims),*], &super::#module::INFO,
+                Row::emitted(#op, [#ea, #eb, #ec], #layouts, [#(#dims),*], #kernel,
                     #split_k, #raster, #swizzle, #us)
             }
         });

@@ -16,8 +16,10 @@
 //!   `gemm`; `-` for conv.
 //! * `dims`: `gemm` m,n,k,batch (the problem as the kernel ran it: a transposed run's M and N are
 //!   swapped); conv n,h,w,c,k,r,s,pad_h,pad_w,stride_h,stride_w,dilation_h,dilation_w.
-//! * `kernel`: a CUTLASS kernel name. A conv row may name a GEMM kernel of its types for a 1×1,
-//!   unpadded, unit-stride problem (run as a matrix product).
+//! * `kernel`: a CUTLASS kernel name, or one of the crate's own skinny GEMM kernels
+//!   (`cutlass_aot_skinny_{dot,axpy,tensor}_{types}`, `cutlass_aot::dispatch::skinny`). A conv row
+//!   may name a GEMM kernel of its types for a 1×1, unpadded, unit-stride problem (run as a matrix
+//!   product).
 //! * `split_k` slices (1: none), `raster` (`auto`, `m`, `n`) and `swizzle` (0, 1, 2, 4, 8) of
 //!   CUTLASS 3.x persistent kernels, `us` the time in microseconds.
 //!
@@ -89,6 +91,9 @@ pub struct Row {
     pub dims: [usize; DIMS],
     /// Rust module name of the kernel.
     pub rust_name: String,
+    /// For a row timing one of the crate's own skinny kernels (not a manifest kernel): the
+    /// `cutlass_aot::dispatch::skinny` static holding it.
+    pub built_in: Option<String>,
     pub split_k: usize,
     pub raster: Raster,
     pub swizzle: u32,
@@ -202,6 +207,26 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
         .ok_or_else(|| format!("time {:?} is not a positive number of microseconds", f[10]))?;
     // Every field is checked before the kernel name: a malformed row is an error even when its
     // kernel is unknown.
+    if let Some(built_in) = built_in_kernel(f[KERNEL_FIELD]) {
+        if op != "gemm" || elements[0] != elements[1] {
+            return Err(format!(
+                "{} runs gemm rows with A and B of one type",
+                f[KERNEL_FIELD]
+            ));
+        }
+        return Ok(Some(Row {
+            op,
+            elements,
+            layouts,
+            dims,
+            rust_name: format!("skinny_{}", built_in.to_lowercase()),
+            built_in: Some(built_in),
+            split_k,
+            raster,
+            swizzle,
+            us,
+        }));
+    }
     let Some(kernel) = kernels.iter().find(|k| k.name == f[KERNEL_FIELD]) else {
         return Ok(None);
     };
@@ -212,11 +237,25 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
         layouts,
         dims,
         rust_name: kernel.rust_name.clone(),
+        built_in: None,
         split_k,
         raster,
         swizzle,
         us,
     }))
+}
+
+/// The static (`cutlass_aot::dispatch::skinny::TENSOR_BF16`) of a crate-built skinny kernel named
+/// `name` (`cutlass_aot_skinny_tensor_bf16`), which tables time beside the manifest's kernels.
+fn built_in_kernel(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("cutlass_aot_skinny_")?;
+    let (form, elements) = rest.split_once('_')?;
+    let known = match form {
+        "dot" | "axpy" => ["f16", "bf16", "f32", "f64", "f16_f32", "bf16_f32"].contains(&elements),
+        "tensor" => ["f16", "bf16", "f16_f32", "bf16_f32"].contains(&elements),
+        _ => false,
+    };
+    known.then(|| rest.to_uppercase())
 }
 
 fn parse_layouts(op: &str, field: &str) -> Result<Option<[Layout; 3]>, String> {
@@ -428,6 +467,44 @@ operations:
         assert_eq!(t.rows[2].layouts, None);
         assert_eq!(t.rows[2].dims, [128, 224, 224, 4, 64, 7, 7, 3, 3, 2, 2, 1, 1]);
         assert_eq!(t.rows[3].rust_name, "gemm_f16_tn");
+    }
+
+    #[test]
+    fn reads_rows_of_the_crates_own_skinny_kernels() {
+        let t = parse(
+            &text(&[
+                row(
+                    "gemm bf16 bf16 bf16 tnt 20763,14,13774,1 cutlass_aot_skinny_tensor_bf16 16 auto 0 405.2",
+                ),
+                row("gemm f16 f16 f32 nnn 9,3,77,2 cutlass_aot_skinny_axpy_f16_f32 1 auto 0 4.5"),
+                // The tensor form takes 16-bit operands only: an unknown kernel, as a stale name.
+                row("gemm f32 f32 f32 tnt 9,3,77,1 cutlass_aot_skinny_tensor_f32 1 auto 0 4.5"),
+            ]),
+            "t.tsv",
+            &kernels(),
+        )
+        .unwrap();
+        let built_in: Vec<_> = t
+            .rows
+            .iter()
+            .map(|r| (r.built_in.as_deref(), r.rust_name.as_str()))
+            .collect();
+        assert_eq!(
+            built_in,
+            [
+                (Some("TENSOR_BF16"), "skinny_tensor_bf16"),
+                (Some("AXPY_F16_F32"), "skinny_axpy_f16_f32")
+            ]
+        );
+        assert_eq!(t.unknown_kernels, ["cutlass_aot_skinny_tensor_f32"]);
+        let conv = parse(
+            &text(&[row(&format!(
+                "conv2d_fprop f16 f16 f16 - {STEM} cutlass_aot_skinny_dot_f16 1 auto 0 1.0"
+            ))]),
+            "t.tsv",
+            &kernels(),
+        );
+        assert!(conv.unwrap_err().contains("runs gemm rows"));
     }
 
     #[test]

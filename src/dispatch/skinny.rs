@@ -101,7 +101,8 @@ static TENSOR: CustomDesign = CustomDesign {
 
 macro_rules! kernel {
     ($static:ident, $name:literal, $design:ident, $a:ident, $c:ident, $acc:ident, $layout_a:ident) => {
-        static $static: KernelInfo = KernelInfo {
+        #[doc = concat!("The skinny kernel `cutlass_aot_skinny_", $name, "` (selection tables' rows name it).")]
+        pub static $static: KernelInfo = KernelInfo {
             name: concat!("cutlass_aot_skinny_", $name),
             rust_name: concat!("skinny_", $name),
             origin: "built in (cutlass_aot/skinny.cuh)",
