@@ -133,6 +133,16 @@ const SKINNY_CASES: &[(Case, &[usize])] = &[
         },
         &[1, 16],
     ),
+    // Lines 8-aligned (leading dimensions padded to multiples of 8), each line's length (K = 1029)
+    // and the last block of rows (M = 517) ragged, batched; and unpadded multiples of 8 with slices.
+    (
+        Case {
+            pad: 3,
+            ..case("narrow_vector_ragged", (517, 24, 1029, 2))
+        },
+        &[1, 4],
+    ),
+    (case("narrow_vector_aligned", (1000, 48, 4104, 1)), &[1, 8]),
 ];
 
 /// A host matrix with `pad` extra elements per line and `slack` extra elements between batches.
