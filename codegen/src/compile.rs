@@ -1,5 +1,6 @@
 //! Runs nvcc over the generated units: a fatbin (device pass) each and a host object (host pass) for
-//! each batch of units (`host_batch`), in parallel under cargo's jobserver, cached by content hash in the per-user cache.
+//! each batch of units (`host_batch`), in parallel under cargo's jobserver, cached by content hash
+//! in the per-user cache.
 //!
 //! The cache key of an output is the SHA-256 of everything that determines it: the unit's source,
 //! every glue header, the toolchain versions and the full nvcc argument list. So `cargo clean`, a
@@ -358,6 +359,12 @@ pub fn compile_units(
         }
     };
     jobs.sort_by_key(|job| std::cmp::Reverse(weight(job)));
+    run_jobs(&jobs, setup, limiter)?;
+    Ok((compiled, stats))
+}
+
+/// Runs `jobs` in order on up to `limiter`'s threads; the first failure stops the rest.
+fn run_jobs(jobs: &[Job<'_>], setup: &NvccSetup, limiter: &JobLimiter) -> Result<(), CompileError> {
     let next = AtomicUsize::new(0);
     let first_error: Mutex<Option<CompileError>> = Mutex::new(None);
     let workers = limiter.threads.min(jobs.len());
@@ -393,10 +400,10 @@ pub fn compile_units(
             });
         }
     });
-    if let Some(error) = first_error.into_inner().unwrap() {
-        return Err(error);
+    match first_error.into_inner().unwrap() {
+        Some(error) => Err(error),
+        None => Ok(()),
     }
-    Ok((compiled, stats))
 }
 
 /// Runs one nvcc pass into a temporary file, then renames it into the cache (atomic: a crashed or
