@@ -4,8 +4,8 @@
 //! best of each orientation) are timed, each kernel on packed operands of the problem as it runs it
 //! (the way's table key); the crate's skinny kernels run through dispatch itself (their
 //! orientation and partial sums), steered onto the way by a table that times it fastest. Every
-//! time becomes a row of the table written to `--out` (the format the
-//! build embeds, `cutlass_aot_build::table`); each problem's fastest way is also printed.
+//! time becomes a row of the table written to `--out` (the format the build embeds,
+//! `cutlass_aot_build::table`); each problem's fastest way is also printed.
 //!
 //! ```text
 //! cargo run --release --example select_sweep -- --count 300 --seed 11 --dtype f16,bf16 --out t.tsv
@@ -96,7 +96,6 @@ fn data_of(stream: &Arc<CudaStream>, pools: &mut Pools, key: &Key) -> Result<Gem
     GemmData::new(stream, pools, Extents { m, n, k, batch }, types, false).map_err(|e| e.to_string())
 }
 
-/// The user's packed operands at stand-in addresses (only alignment matters to the ways).
 /// A way the sweep times: its key and launch, and the problem whose operands it runs on.
 struct Picked {
     key: Key,
@@ -131,6 +130,7 @@ fn forcing_table(
     Box::leak(vec![table].into_boxed_slice())
 }
 
+/// The user's packed operands at stand-in addresses (only alignment matters to the ways).
 fn user_operands(layouts: [cutlass_aot::model::Layout; 3], e: Extents) -> GemmOperands {
     let op = |rows: usize, cols: usize, layout, at: u64| Operand {
         shape: MatrixShape {
@@ -226,7 +226,8 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<(), String> {
             // way by a table that times it alone.
             let forced = skinny.then(|| forcing_table(&device, &every_way, (key, kernel, split_k)));
             let launch = || match forced {
-                // SAFETY: the buffers of `data` hold exactly the key's element types and lengths.
+                // SAFETY (both): the buffers of `data` hold exactly the key's element types and
+                // lengths.
                 None => unsafe { gemm::launch_raw(kernel, &stream, &operands) },
                 Some(tables) => unsafe {
                     dispatch::launch_raw_with(

@@ -207,11 +207,19 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
         .ok_or_else(|| format!("time {:?} is not a positive number of microseconds", f[10]))?;
     // Every field is checked before the kernel name: a malformed row is an error even when its
     // kernel is unknown.
-    if let Some(built_in) = built_in_kernel(f[KERNEL_FIELD]) {
-        if op != "gemm" || elements[0] != elements[1] {
+    if let Some((built_in, a, c, layout_a)) = built_in_kernel(f[KERNEL_FIELD]) {
+        let layout_fits = layout_a.is_none() || layouts.map(|l| l[0]) == layout_a;
+        if op != "gemm" || elements != [a, a, c] || !layout_fits {
             return Err(format!(
-                "{} runs gemm rows with A and B of one type",
-                f[KERNEL_FIELD]
+                "{} runs gemm rows of A and B {} and C {}{}",
+                f[KERNEL_FIELD],
+                a.manifest_name(),
+                c.manifest_name(),
+                match layout_a {
+                    Some(Layout::Row) => ", A row-major (layout t..)",
+                    Some(_) => ", A column-major (layout n..)",
+                    None => "",
+                }
             ));
         }
         return Ok(Some(Row {
@@ -245,17 +253,29 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
     }))
 }
 
-/// The static (`cutlass_aot::dispatch::skinny::TENSOR_BF16`) of a crate-built skinny kernel named
-/// `name` (`cutlass_aot_skinny_tensor_bf16`), which tables time beside the manifest's kernels.
-fn built_in_kernel(name: &str) -> Option<String> {
+/// For a crate-built skinny kernel named `name` (`cutlass_aot_skinny_tensor_bf16`), which tables
+/// time beside the manifest's kernels: its static in `cutlass_aot::dispatch::skinny`
+/// (`TENSOR_BF16`), the types of A/B and of C, and the layout its A must have (the dot form reads
+/// rows, the axpy form columns, the tensor form either).
+fn built_in_kernel(name: &str) -> Option<(String, DType, DType, Option<Layout>)> {
     let rest = name.strip_prefix("cutlass_aot_skinny_")?;
     let (form, elements) = rest.split_once('_')?;
-    let known = match form {
-        "dot" | "axpy" => ["f16", "bf16", "f32", "f64", "f16_f32", "bf16_f32"].contains(&elements),
-        "tensor" => ["f16", "bf16", "f16_f32", "bf16_f32"].contains(&elements),
-        _ => false,
+    let (a, c) = match elements {
+        "f16" => (DType::F16, DType::F16),
+        "bf16" => (DType::Bf16, DType::Bf16),
+        "f32" => (DType::F32, DType::F32),
+        "f64" => (DType::F64, DType::F64),
+        "f16_f32" => (DType::F16, DType::F32),
+        "bf16_f32" => (DType::Bf16, DType::F32),
+        _ => return None,
     };
-    known.then(|| rest.to_uppercase())
+    let layout_a = match form {
+        "dot" => Some(Layout::Row),
+        "axpy" => Some(Layout::Column),
+        "tensor" if a.bits() == 16 => None,
+        _ => return None,
+    };
+    Some((rest.to_uppercase(), a, c, layout_a))
 }
 
 fn parse_layouts(op: &str, field: &str) -> Result<Option<[Layout; 3]>, String> {
@@ -505,6 +525,14 @@ operations:
             &kernels(),
         );
         assert!(conv.unwrap_err().contains("runs gemm rows"));
+        // Types or A's layout other than the kernel's: a malformed row.
+        for wrong in [
+            "gemm f16 f16 f16 tnt 9,3,77,1 cutlass_aot_skinny_axpy_f16_f32 1 auto 0 4.5",
+            "gemm f16 f16 f32 tnt 9,3,77,1 cutlass_aot_skinny_axpy_f16_f32 1 auto 0 4.5",
+        ] {
+            let e = parse(&text(&[row(wrong)]), "t.tsv", &kernels()).unwrap_err();
+            assert!(e.contains("A and B f16 and C f32, A column-major"), "{e}");
+        }
     }
 
     #[test]
