@@ -130,6 +130,33 @@ fn odd_k_stages_a_and_b_with_k_padded_and_zero_filled() {
 }
 
 #[test]
+fn staging_copies_are_costed_by_kind_transposing_ones_by_whole_tiles() {
+    use cutlass_aot::select::cost::{
+        STAGING_LAUNCH_SECONDS, STAGING_ROW_BYTES_PER_SECOND, STAGING_TRANSPOSE_BYTES_PER_SECOND,
+    };
+    // A row-major A of odd K staged row-major: a straight copy of its bytes (read + written).
+    let (sig, ops) = problem(DType::F16, TN, (1000, 64, 999, 1), 0, 0);
+    let straight = StagePlan::new(sig, &ops, [Layout::Row, Layout::Column, Layout::Row]);
+    assert_eq!(straight.staged, ["A", "B"]);
+    let a_bytes = 2.0 * (1000 * 999 + 1000 * 1000) as f64;
+    let b_bytes = 2.0 * (64 * 999 + 64 * 1000) as f64;
+    let expected = (a_bytes + b_bytes) / STAGING_ROW_BYTES_PER_SECOND + 2.0 * STAGING_LAUNCH_SECONDS;
+    assert!((straight.copy_seconds() - expected).abs() < 1e-12 * expected.max(1.0));
+    // Both transposed: whole 64 × 64 tiles, however much of them the matrix fills (1000 × 999:
+    // 16 × 16 tiles; B, 999 × 64: 16 × 1).
+    let transposed = StagePlan::new(sig, &ops, [Layout::Column, Layout::Row, Layout::Row]);
+    assert_eq!(transposed.staged, ["A", "B"]);
+    let tile_bytes = |tiles: usize| 2.0 * (tiles * 64 * 64 * 2) as f64;
+    let expected = (tile_bytes(16 * 16) + tile_bytes(16)) / STAGING_TRANSPOSE_BYTES_PER_SECOND
+        + 2.0 * STAGING_LAUNCH_SECONDS;
+    assert!(
+        (transposed.copy_seconds() - expected).abs() < 1e-9 * expected,
+        "{} vs {expected}",
+        transposed.copy_seconds()
+    );
+}
+
+#[test]
 fn an_offset_view_stages_only_the_misaligned_operands() {
     // Every operand one element off: all are staged, D copied back.
     let (sig, ops) = problem(DType::Bf16, TN, (512, 512, 512, 1), 0, 1);

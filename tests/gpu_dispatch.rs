@@ -12,7 +12,7 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 use cutlass_aot::dispatch::{self, Options, Policy, Signature};
 use cutlass_aot::kernels::REGISTRY;
 use cutlass_aot::model::{DType, Layout};
-use cutlass_aot::select::{Row, Table};
+use cutlass_aot::select::{Candidate, Row, Table};
 use cutlass_aot::verify::{self, HostMatrix};
 use cutlass_aot::verify::{is_poison, poison};
 use cutlass_aot::{GemmOperands, MatrixShape, Operand, Workspace};
@@ -83,6 +83,23 @@ const CASES: &[Case] = &[
         ..case("k0_beta", (40, 24, 0, 2))
     },
     case("k0_no_c", (17, 9, 0, 1)),
+];
+
+/// Problems run with A and B staged whatever dispatch would pick (a table that times a staged way
+/// fastest): every operand misaligned (odd leading dimensions, an element offset, odd batch
+/// strides), so the copies take their element-by-element edges and shifted 16-byte middles.
+const STAGED_CASES: &[Case] = &[
+    Case {
+        pad: 3,
+        offset: 1,
+        beta: 0.5,
+        ..case("misaligned_deep_k", (70, 36, 1203, 1))
+    },
+    Case {
+        slack: 5,
+        pad: 1,
+        ..case("misaligned_batched", (129, 65, 300, 3))
+    },
 ];
 
 /// Skinny products (at most 64 columns as given or transposed), run on the skinny kernels at the
@@ -235,23 +252,67 @@ struct Forced {
     slices: usize,
 }
 
-/// A table that times the forced skinny way of `operands` fastest by far (any orientation):
-/// dispatch takes it. Err where there is no such way.
-fn forcing_skinny(
+/// A way forced by a table: a skinny kernel at a split, or a kernel after staging A and B into
+/// the given layouts (C/D keep theirs): straight copies where those are the user's, transposing
+/// ones where they differ.
+#[derive(Clone, Copy, Debug)]
+enum Force {
+    Skinny(Forced),
+    Staged([Layout; 2]),
+}
+
+impl Force {
+    /// Whether dispatch's way `w` is the forced one.
+    fn takes(self, w: &Candidate<dispatch::GemmWay>) -> bool {
+        let form = dispatch::skinny::skinny_of(w.kernel).map(|(_, form)| form);
+        match self {
+            Force::Skinny(force) => {
+                let tensor = form == Some(dispatch::skinny::Form::Tensor);
+                form.is_some() && tensor == force.tensor && w.split_k == force.slices
+            }
+            Force::Staged(layouts) => {
+                form.is_none() && w.way.staged.is_some_and(|[la, lb, _]| [la, lb] == layouts)
+            }
+        }
+    }
+
+    /// Whether dispatch ran the forced way (as far as `ran` tells).
+    fn ran(self, ran: &dispatch::Dispatched) -> bool {
+        let form = ran
+            .kernel
+            .and_then(dispatch::skinny::skinny_of)
+            .map(|(_, form)| form);
+        match self {
+            Force::Skinny(force) => {
+                let tensor = form == Some(dispatch::skinny::Form::Tensor);
+                form.is_some() && tensor == force.tensor && ran.split_k == force.slices
+            }
+            Force::Staged(_) => form.is_none() && !ran.staged.is_empty(),
+        }
+    }
+}
+
+/// A table that times the forced way of `operands` fastest by far (any orientation): dispatch
+/// takes it. Err where there is no such way.
+fn forcing_table(
     ctx: &Arc<CudaContext>,
     signature: Signature,
     operands: &GemmOperands,
-    force: Forced,
+    force: Force,
 ) -> Result<Vec<Table>, Failed> {
     let device = cutlass_aot::device::props(ctx)?;
     let ways = dispatch::ways(&REGISTRY, signature, operands, &device, Policy::default());
-    let forced = |w: &cutlass_aot::select::Candidate<dispatch::GemmWay>| {
-        let form = dispatch::skinny::skinny_of(w.kernel).map(|(_, form)| form);
-        let tensor = form == Some(dispatch::skinny::Form::Tensor);
-        form.is_some() && tensor == force.tensor && w.split_k == force.slices
+    // A staged way whose kernel also runs the problem directly with the same extents (an
+    // alignment-1 kernel) shares its table key with the direct way, which then wins.
+    let same = |a: &Candidate<dispatch::GemmWay>, b: &Candidate<dispatch::GemmWay>| {
+        a.key == b.key && std::ptr::eq(a.kernel, b.kernel) && a.split_k == b.split_k
+    };
+    let forced = |w: &Candidate<dispatch::GemmWay>| {
+        force.takes(w)
+            && (w.way.staged.is_none() || !ways.iter().any(|d| d.way.staged.is_none() && same(d, w)))
     };
     if !ways.iter().any(forced) {
-        return Err(format!("no skinny way {force:?}").into());
+        return Err(format!("no way {force:?}").into());
     }
     let rows: Vec<Row> = ways
         .iter()
@@ -281,7 +342,7 @@ fn run(
     [la, lb, lc]: [Layout; 3],
     c: Case,
     policy: Policy,
-    force: Option<Forced>,
+    force: Option<Force>,
 ) -> Result<(), Failed> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
     let batch_b = if c.broadcast_b { 1 } else { c.batch };
@@ -328,7 +389,7 @@ fn run(
         workspace: None,
     };
     let forcing = match force {
-        Some(force) => forcing_skinny(ctx, signature, &operands, force)?,
+        Some(force) => forcing_table(ctx, signature, &operands, force)?,
         None => Vec::new(),
     };
     let tables: &[Table] = if force.is_some() {
@@ -339,15 +400,8 @@ fn run(
     // SAFETY: live buffers of `dtype` holding every element their shapes name.
     let ran = unsafe { dispatch::launch_raw_with(&REGISTRY, tables, &stream, signature, &operands, options) }
         .map_err(|e| format!("dispatch refused: {e}"))?;
-    if let Some(force) = force {
-        let form = ran
-            .kernel
-            .and_then(dispatch::skinny::skinny_of)
-            .map(|(_, form)| form);
-        let tensor = form == Some(dispatch::skinny::Form::Tensor);
-        if form.is_none() || tensor != force.tensor || ran.split_k != force.slices {
-            return Err(format!("forced onto {force:?}, ran {}", ran.describe()).into());
-        }
+    if let Some(force) = force.filter(|f| !f.ran(&ran)) {
+        return Err(format!("forced onto {force:?}, ran {}", ran.describe()).into());
     }
     stream.synchronize().map_err(|e| format!("kernel failed: {e}"))?;
     let out = dd.download(&stream)?;
@@ -519,6 +573,28 @@ fn main() {
                             Box::new(move |ctx| run(ctx, dtype, [la, lb, lc], c, Policy::default(), None)),
                         );
                     }
+                    for &c in STAGED_CASES {
+                        // Straight copies (the user's layouts, misaligned) and transposing ones.
+                        for (how, layouts) in [
+                            ("straight", [la, lb]),
+                            ("transposed", [la.transposed(), lb.transposed()]),
+                        ] {
+                            let name = format!(
+                                "{dtype}_{}{}{}_{}_staged_{how}",
+                                letter(la),
+                                letter(lb),
+                                letter(lc),
+                                c.name
+                            );
+                            let force = Some(Force::Staged(layouts));
+                            add(
+                                name,
+                                Box::new(move |ctx| {
+                                    run(ctx, dtype, [la, lb, lc], c, Policy::default(), force)
+                                }),
+                            );
+                        }
+                    }
                     for &(c, splits) in SKINNY_CASES {
                         let layouts = [la, lb, lc];
                         let name = format!("{dtype}_{}{}{}_{}", letter(la), letter(lb), letter(lc), c.name);
@@ -536,7 +612,7 @@ fn main() {
                             // Slices at least 32 deep (64 for the tensor form), as dispatch offers them.
                             let min_depth = if tensor { 64 } else { 32 };
                             for &slices in splits.iter().filter(|&&s| s == 1 || c.k / s >= min_depth) {
-                                let force = Some(Forced { tensor, slices });
+                                let force = Some(Force::Skinny(Forced { tensor, slices }));
                                 add(
                                     format!("{name}_forced_{kind}_split_{slices}"),
                                     Box::new(move |ctx| {

@@ -28,9 +28,10 @@ pub struct Padding {
 /// Where the support rules see a staged tensor (the workspace is 256-byte aligned).
 const STAGED_ADDRESS: u64 = 1 << 40;
 
-/// The paddings a padded way may run `problem` with: C and K rounded up to whole 16 bytes, and to
-/// whole 8 bytes (the fixed/few-channel and first-layer kernels read 4 channels of 16-bit
-/// elements); none where the channels are whole already or the elements are not f16, bf16 or f32.
+/// The paddings a padded way may run `problem` with: C and K each kept or rounded up to whole 16
+/// or 8 bytes (the fixed/few-channel and first-layer kernels read 2 or 4 channels of 16-bit
+/// elements, and write 16 bytes: C = 2 with K = 217 runs them with only K padded); none where the
+/// channels are whole already or the elements are not f16, bf16 or f32.
 pub fn paddings(problem: &Conv2dProblem) -> Vec<Padding> {
     let (a, b, c) = problem.elements;
     let floating = |e: DType| matches!(e, DType::F16 | DType::Bf16 | DType::F32);
@@ -38,15 +39,24 @@ pub fn paddings(problem: &Conv2dProblem) -> Vec<Padding> {
         return Vec::new();
     }
     let narrowest = [a, b, c].iter().map(|e| e.bits() as usize / 8).min().unwrap_or(1);
+    // Whole 16 bytes first (the common case), then 8, then as given.
+    let rounded = |channels: usize| {
+        let mut out: Vec<usize> = Vec::new();
+        for bytes in [16, 8, 0] {
+            let next = channels.next_multiple_of((bytes / narrowest).max(1));
+            if !out.contains(&next) {
+                out.push(next);
+            }
+        }
+        out
+    };
     let mut out: Vec<Padding> = Vec::new();
-    for bytes in [16, 8] {
-        let multiple = (bytes / narrowest).max(1);
-        let padding = Padding {
-            c: problem.c.next_multiple_of(multiple),
-            k: problem.k.next_multiple_of(multiple),
-        };
-        if (padding.c, padding.k) != (problem.c, problem.k) && !out.contains(&padding) {
-            out.push(padding);
+    for &c in &rounded(problem.c) {
+        for &k in &rounded(problem.k) {
+            let padding = Padding { c, k };
+            if (c, k) != (problem.c, problem.k) && !out.contains(&padding) {
+                out.push(padding);
+            }
         }
     }
     out
@@ -265,7 +275,7 @@ mod tests {
     }
 
     #[test]
-    fn pads_channels_to_whole_16_and_8_bytes_and_stages_what_changes() {
+    fn pads_c_and_k_each_to_whole_16_or_8_bytes_and_stages_what_changes() {
         let padded = |p: &Conv2dProblem| paddings(p).iter().map(|p| (p.c, p.k)).collect::<Vec<_>>();
         assert_eq!(padded(&problem(ConvKind::Fprop, 16, 32, DType::F16)), []);
         assert_eq!(
@@ -275,7 +285,21 @@ mod tests {
         assert_eq!(padded(&problem(ConvKind::Fprop, 4, 64, DType::F16)), [(8, 64)]);
         assert_eq!(
             padded(&problem(ConvKind::Dgrad, 6, 1, DType::F32)),
-            [(8, 4), (6, 2)]
+            [(8, 4), (8, 2), (8, 1), (6, 4), (6, 2)]
+        );
+        // C = 2 runs the few-channel kernels as it is, with only K padded for their output.
+        assert_eq!(
+            padded(&problem(ConvKind::Fprop, 2, 217, DType::F16)),
+            [
+                (8, 224),
+                (8, 220),
+                (8, 217),
+                (4, 224),
+                (4, 220),
+                (4, 217),
+                (2, 224),
+                (2, 220)
+            ]
         );
         assert_eq!(padded(&problem(ConvKind::Fprop, 3, 5, DType::F64)), []);
         let padding_for = |p: &Conv2dProblem| paddings(p).first().copied();

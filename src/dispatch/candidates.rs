@@ -9,7 +9,7 @@ use crate::gemm::{GemmOperands, GemmProblem};
 use crate::kernel::KernelInfo;
 use crate::model::{Layout, SplitK};
 use crate::registry::Registry;
-use crate::select::cost::{self, STAGING_BYTES_PER_SECOND, STAGING_LAUNCH_SECONDS, STAGING_MARGIN};
+use crate::select::cost::{self, STAGING_MARGIN};
 use crate::select::{Candidate, Key, Piece, Row, Work};
 
 /// The operation's name in tables and results files.
@@ -160,8 +160,7 @@ pub fn staged(
                     continue;
                 }
                 let problem = problem_of(plan.signature, &plan.at(0), compute_capability);
-                let extra = plan.traffic as f64 / STAGING_BYTES_PER_SECOND
-                    + plan.launches() as f64 * STAGING_LAUNCH_SECONDS;
+                let extra = plan.copy_seconds();
                 out.extend(ways(
                     registry,
                     &problem,

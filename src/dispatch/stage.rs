@@ -20,6 +20,9 @@
 use crate::gemm::{GemmOperands, Operand};
 use crate::matrix::MatrixShape;
 use crate::model::Layout;
+use crate::select::cost::{
+    STAGING_LAUNCH_SECONDS, STAGING_ROW_BYTES_PER_SECOND, STAGING_TRANSPOSE_BYTES_PER_SECOND,
+};
 use crate::support::{Copy2d, View};
 
 use super::Signature;
@@ -228,6 +231,24 @@ impl StagePlan {
     /// matter for small problems).
     pub fn launches(&self) -> usize {
         self.copies_in.len() + usize::from(self.copy_out.is_some())
+    }
+
+    /// What the copies are estimated to take (seconds): each copy's bytes at the bandwidth of its
+    /// kind (a straight one runs along rows; a transposing one goes through shared-memory tiles,
+    /// whole tiles counted) plus a launch.
+    pub fn copy_seconds(&self) -> f64 {
+        self.copies_in
+            .iter()
+            .chain(&self.copy_out)
+            .map(|copy| {
+                let seconds = if copy.transposes() {
+                    copy.tile_traffic() as f64 / STAGING_TRANSPOSE_BYTES_PER_SECOND
+                } else {
+                    copy.traffic() as f64 / STAGING_ROW_BYTES_PER_SECOND
+                };
+                seconds + STAGING_LAUNCH_SECONDS
+            })
+            .sum()
     }
 
     /// Whether anything is staged (false: the kernel reads the operands as given).

@@ -61,9 +61,12 @@ pub const BYTES_PER_SECOND: f64 = 3.0e12;
 /// What one staging copy or fill costs beyond its bytes (launch and tail, measured ~2-4 µs).
 pub const STAGING_LAUNCH_SECONDS: f64 = 3e-6;
 
-/// Bandwidth a staging copy reaches (bytes read + written per second): 0.66e12 measured on an
-/// H100 for a transposing bf16 copy of 4096² (the tiled copy moves 2-byte elements one at a time).
-pub const STAGING_BYTES_PER_SECOND: f64 = 0.66e12;
+/// Bandwidth a staging copy reaches (bytes read + written per second), straight along rows and
+/// transposing through tiles: fitted to an H100's 2-byte copies of 4096², 707×42853 and
+/// 58705×116 with odd leading dimensions (`bench/staging/harness.cu`: 1.6-2.0e12 and 1.3-1.8e12;
+/// memcpy 2.6e12).
+pub const STAGING_ROW_BYTES_PER_SECOND: f64 = 1.7e12;
+pub const STAGING_TRANSPOSE_BYTES_PER_SECOND: f64 = 1.5e12;
 
 /// Bandwidth the 4-D copies of padded channels reach (bytes read + written per second), and what
 /// each of their launches costs beyond its bytes: fitted to an H100's padded convolutions timed

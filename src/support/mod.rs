@@ -4,7 +4,7 @@
 //! split of f32 operands, the 4-D copy and scale of a strided dgrad's stride phases
 //! (`conv::stride_phases`) and of padded channels (`conv::padded`), and skinny GEMMs ([`skinny`]).
 //!
-//! The 2-D ones walk 32×32 tiles, the 4-D copy runs of rows, the 4-D scale single elements
+//! The 2-D ones walk 64×64 tiles, the 4-D copy runs of rows, the 4-D scale single elements
 //! ([`tensor4`]), with a grid-stride loop, so any extent runs on a grid sized for the device.
 
 use std::ffi::{c_void, CStr};
@@ -123,6 +123,23 @@ impl Copy2d {
         unsafe { launch(stream, entry, &args, (self.dst_rows, self.dst_cols, self.batch)) }
     }
 
+    /// Bytes the copy reads and writes.
+    pub fn traffic(&self) -> usize {
+        (self.rows * self.cols + self.dst_rows * self.dst_cols) * self.batch * self.element_bytes
+    }
+
+    /// Bytes a transposing copy's whole tiles span (read + written): its tiles take as long
+    /// however much of them the matrix fills (a 65-column matrix spans two 64-column tiles).
+    pub fn tile_traffic(&self) -> usize {
+        let tiles = self.dst_rows.div_ceil(TILE) * self.dst_cols.div_ceil(TILE);
+        2 * tiles * TILE * TILE * self.batch * self.element_bytes
+    }
+
+    /// Whether the copy transposes (runs through the tiled kernel, not along rows).
+    pub fn transposes(&self) -> bool {
+        self.as_rows().is_none()
+    }
+
     /// A copy that transposes nothing (both sides contiguous along the same dimension) as the
     /// 4-D copy's runs of rows, `[batch, outer, 1, inner]`: no shared-memory tile, 16-byte
     /// accesses where aligned.
@@ -194,7 +211,10 @@ impl SplitTf32 {
     }
 }
 
-/// Launches support kernel `entry` with `args` over 32×32 tiles of `(rows, cols, batch)`.
+/// The 2-D kernels' tiles are TILE × TILE elements (`kTile`).
+const TILE: usize = 64;
+
+/// Launches support kernel `entry` with `args` over TILE × TILE tiles of `(rows, cols, batch)`.
 ///
 /// # Safety
 /// `T` must be the kernel's argument struct; the stream's context must be current.
@@ -204,7 +224,7 @@ unsafe fn launch<T>(
     args: &T,
     (rows, cols, batch): (usize, usize, usize),
 ) -> Result<(), Error> {
-    let tiles = rows.div_ceil(32) * cols.div_ceil(32) * batch;
+    let tiles = rows.div_ceil(TILE) * cols.div_ceil(TILE) * batch;
     unsafe { launch_with(stream, stream.cu_stream(), entry, args, tiles, (32, 8, 1), 1) }
 }
 

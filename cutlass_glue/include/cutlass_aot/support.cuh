@@ -4,7 +4,7 @@
 // copy and scale of the stride phases of a strided dgrad and of padded conv channels.
 //
 // Every kernel takes one struct by value (the runtime checks its size against the driver's) and
-// loops grid-stride, so any extent works with any grid: the 2-D ones over 32x32 tiles of a batch
+// loops grid-stride, so any extent works with any grid: the 2-D ones over 64x64 tiles of a batch
 // of matrices, the 4-D copy over runs of rows, the 4-D scale over single elements. A 2-D tile
 // goes through shared memory: the reads are coalesced along the source's contiguous dimension and
 // the writes along the destination's, so a transposing copy is as fast as a straight one.
@@ -58,8 +58,11 @@ struct cutlass_aot_split_args {
 
 namespace cutlass_aot_support {
 
-constexpr int kTile = 32;
+constexpr int kTile = 64;
+constexpr int kLanes = 32;
 constexpr int kRowsPerPass = 8;  // blockDim = (32, 8)
+// Elements of a tile each thread moves: all its loads are issued before the first store.
+constexpr int kPerThread = kTile * kTile / (kLanes * kRowsPerPass);
 
 template <typename T>
 __device__ __forceinline__ T* at(const cutlass_aot_view& v, int64_t b, int64_t r, int64_t c) {
@@ -75,9 +78,20 @@ __device__ __forceinline__ float to_tf32(float x) {
   return __uint_as_float(bits & 0xffffe000u);
 }
 
-// Walks every 32x32 tile of the batch; `load(b, r, c)` reads an element, `store(b, r, c, v)`
+// Tile coordinates of a thread's j-th element: the fast index (lanes, twice over) runs along the
+// contiguous dimension, so each warp access covers 32 consecutive elements.
+__device__ __forceinline__ void tile_slot(int j, bool rows_fast, int& lr, int& lc) {
+  const int fast = threadIdx.x + kLanes * (j % (kTile / kLanes));
+  const int slow = threadIdx.y + kRowsPerPass * (j / (kTile / kLanes));
+  lr = rows_fast ? fast : slow;
+  lc = rows_fast ? slow : fast;
+}
+
+// Walks every 64x64 tile of the batch; `load(b, r, c)` reads an element, `store(b, r, c, v)`
 // writes one. Threads index the source's contiguous dimension on load and the destination's on
-// store (`src_rows_fast` / `dst_rows_fast`: the contiguous dimension is the row index).
+// store (`src_rows_fast` / `dst_rows_fast`: the contiguous dimension is the row index); each
+// thread's loads of a tile are all in flight together (a 32x32 tile, one load per pass, reached a
+// third of the device's bandwidth).
 template <typename T, typename Load, typename Store>
 __device__ void for_each_tile(int64_t rows, int64_t cols, int64_t batch, bool src_rows_fast,
                               bool dst_rows_fast, Load load, Store store) {
@@ -90,16 +104,24 @@ __device__ void for_each_tile(int64_t rows, int64_t cols, int64_t batch, bool sr
     const int64_t rest = t % (tiles_r * tiles_c);
     const int64_t r0 = (rest / tiles_c) * kTile;
     const int64_t c0 = (rest % tiles_c) * kTile;
-    for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
-      // (lr, lc): tile coordinates; the fast thread index runs along the contiguous dimension.
-      const int lr = src_rows_fast ? threadIdx.x : i;
-      const int lc = src_rows_fast ? i : threadIdx.x;
-      if (r0 + lr < rows && c0 + lc < cols) tile[lr][lc] = load(b, r0 + lr, c0 + lc);
+    T value[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      int lr, lc;
+      tile_slot(j, src_rows_fast, lr, lc);
+      if (r0 + lr < rows && c0 + lc < cols) value[j] = load(b, r0 + lr, c0 + lc);
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      int lr, lc;
+      tile_slot(j, src_rows_fast, lr, lc);
+      tile[lr][lc] = value[j];
     }
     __syncthreads();
-    for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
-      const int lr = dst_rows_fast ? threadIdx.x : i;
-      const int lc = dst_rows_fast ? i : threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      int lr, lc;
+      tile_slot(j, dst_rows_fast, lr, lc);
       if (r0 + lr < rows && c0 + lc < cols) store(b, r0 + lr, c0 + lc, tile[lr][lc]);
     }
     __syncthreads();
@@ -242,79 +264,146 @@ __device__ __forceinline__ bool row_inside(const cutlass_aot_copy4_args& a, cons
   return at[0] < a.src_extent[0] && at[1] < a.src_extent[1] && at[2] < a.src_extent[2];
 }
 
-// `copy_4d` for rows of 64 elements or more: a warp copies 256 consecutive elements of a row, lane
-// by lane, so both sides' accesses coalesce whatever their alignment.
+// 16 bytes at `from`, whose misalignment is any multiple of the element size: the two aligned
+// 16-byte chunks around them, shifted together. Both chunks must lie inside the source.
+__device__ __forceinline__ uint4 load_shifted(uintptr_t from) {
+  const uint4* base = reinterpret_cast<const uint4*>(from & ~uintptr_t(15));
+  const uint4 lo = base[0], hi = base[1];
+  const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const int bytes = int(from & 15), q = bytes >> 2, shift = (bytes & 3) * 8;
+  uint32_t out[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t low = q == 0 ? w[i] : q == 1 ? w[i + 1] : q == 2 ? w[i + 2] : w[i + 3];
+    const uint32_t high = q == 0 ? w[i + 1] : q == 1 ? w[i + 2] : q == 2 ? w[i + 3] : w[i + 4];
+    out[i] = __funnelshift_r(low, high, shift);
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// 16 bytes of elements of a row, as one register vector.
+template <typename T>
+struct alignas(16) Chunk {
+  static constexpr int V = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+  T v[V];
+};
+
+// Elements c0 .. c0 + V of the row at `row` (`stride` apart; c0 may be negative), zeros outside
+// 0 .. valid: one 16-byte load where they are contiguous and aligned, two aligned loads shifted
+// together where they are contiguous and both aligned chunks lie inside the row's valid elements,
+// else element by element (only a row's first and last chunks).
+template <typename T, bool kShifted>
+__device__ __forceinline__ Chunk<T> load_chunk(const T* row, int64_t c0, int64_t valid, int64_t stride) {
+  constexpr int V = Chunk<T>::V;
+  Chunk<T> chunk;
+  const bool whole = V > 1 && stride == 1 && c0 >= 0 && c0 + V <= valid;
+  const uintptr_t first = uintptr_t(row) + c0 * int64_t(sizeof(T));
+  const uintptr_t down = first & ~uintptr_t(15);
+  if (whole && first == down) {
+    chunk = *reinterpret_cast<const Chunk<T>*>(first);
+  } else if (kShifted && whole && down >= uintptr_t(row) && down + 32 <= uintptr_t(row + valid)) {
+    *reinterpret_cast<uint4*>(&chunk) = load_shifted(first);
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int64_t c = c0 + j;
+      chunk.v[j] = c >= 0 && c < valid ? row[c * stride] : T{};
+    }
+  }
+  return chunk;
+}
+
+// Writes the elements of `chunk` that fall in 0 .. count of the row at `row` (chunk element j is
+// row element c0 + j; `stride` apart): one 16-byte store where the chunk is whole, contiguous and
+// aligned.
+template <typename T>
+__device__ __forceinline__ void store_chunk(T* row, int64_t c0, const Chunk<T>& chunk, int64_t count,
+                                            int64_t stride) {
+  constexpr int V = Chunk<T>::V;
+  T* to = row + c0 * stride;
+  if (V > 1 && c0 >= 0 && c0 + V <= count && stride == 1 && uintptr_t(to) % 16 == 0) {
+    *reinterpret_cast<Chunk<T>*>(to) = chunk;
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      if (c0 + j >= 0 && c0 + j < count) row[(c0 + j) * stride] = chunk.v[j];
+    }
+  }
+}
+
+// Where chunk `index` of a destination row starts. On the destination's 16-byte grid (kGrid; the
+// first chunk starting up to V - 1 elements before the row), every whole chunk is one aligned
+// store whatever the row's alignment, the source read shifted; else chunks start at the row.
+template <typename T, bool kGrid>
+__device__ __forceinline__ int64_t chunk_start(const T* dst_row, int64_t stride, int64_t index) {
+  constexpr int V = Chunk<T>::V;
+  const int64_t lead = kGrid && stride == 1 ? int64_t(uintptr_t(dst_row) % 16 / sizeof(T)) : 0;
+  return index * V - lead;
+}
+
+// Chunks a row of `extent` elements takes (on the grid: up to V - 1 elements before it too).
+template <typename T, bool kGrid>
+__device__ __forceinline__ int64_t chunks_per_row(int64_t extent) {
+  constexpr int V = Chunk<T>::V;
+  return (extent + (kGrid ? 2 * V - 2 : V - 1)) / V;
+}
+
+// Copies chunk `index` of row `at` (digits 0-2) of a 4-D copy.
+template <typename T, bool kGrid>
+__device__ __forceinline__ void copy_chunk(const cutlass_aot_copy4_args& a, const int64_t (&at)[4],
+                                           int64_t index) {
+  const int64_t row[4] = {at[0], at[1], at[2], 0};
+  T* to = reinterpret_cast<T*>(a.dst.base) + offset_4d(a.dst, row);
+  const int64_t c0 = chunk_start<T, kGrid>(to, a.dst.strides[3], index);
+  if (c0 >= a.extent[3]) return;
+  const T* from = reinterpret_cast<const T*>(a.src.base) + offset_4d(a.src, row);
+  const int64_t valid = row_inside(a, at) ? a.src_extent[3] : 0;
+  const Chunk<T> chunk = load_chunk<T, kGrid>(from, c0, valid, a.src.strides[3]);
+  store_chunk(to, c0, chunk, a.extent[3], a.dst.strides[3]);
+}
+
+// `copy_4d` for rows of at least 2 runs (a run: 32 chunks, a warp's 512 bytes): a warp copies a
+// run of one row, on the destination's grid, so the row's place is computed once a run.
 template <typename T>
 __device__ void copy_4d_wide_rows(const cutlass_aot_copy4_args& a) {
-  constexpr int V = 8;
-  const T* src = reinterpret_cast<const T*>(a.src.base);
-  T* dst = reinterpret_cast<T*>(a.dst.base);
-  const int64_t runs = (a.extent[3] + 32 * V - 1) / (32 * V);
+  const int64_t runs = (chunks_per_row<T, true>(a.extent[3]) + 31) / 32;
   const int64_t units[4] = {a.extent[0], a.extent[1], a.extent[2], runs};
   const int lane = threadIdx.x % 32;
   const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  walk_4d(units, warp, int64_t(gridDim.x) * blockDim.x / 32, [&](const int64_t(&at)[4]) {
-    const int64_t row[4] = {at[0], at[1], at[2], 0};
-    const int64_t c0 = at[3] * 32 * V + lane;
-    const T* from = src + offset_4d(a.src, row);
-    T* to = dst + offset_4d(a.dst, row);
-    const int64_t valid = row_inside(a, at) ? a.src_extent[3] : 0;
-    T value[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const int64_t c = c0 + 32 * j;
-      value[j] = c < valid ? from[c * a.src.strides[3]] : T{};
-    }
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const int64_t c = c0 + 32 * j;
-      if (c < a.extent[3]) to[c * a.dst.strides[3]] = value[j];
-    }
-  });
+  walk_4d(units, warp, int64_t(gridDim.x) * blockDim.x / 32,
+          [&](const int64_t(&at)[4]) { copy_chunk<T, true>(a, at, at[3] * 32 + lane); });
 }
 
-// `copy_4d` for narrow rows: a thread copies a chunk of 16 bytes of a row, with 16-byte loads and
-// stores wherever a side's chunk is whole, contiguous and aligned.
-template <typename T>
+// `copy_4d` for narrower rows: a thread copies a chunk, consecutive threads consecutive chunks of
+// consecutive rows, so short rows keep every lane busy.
+template <typename T, bool kGrid>
 __device__ void copy_4d_narrow_rows(const cutlass_aot_copy4_args& a) {
-  constexpr int V = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
-  struct alignas(16) Chunk { T v[V]; };
-  const T* src = reinterpret_cast<const T*>(a.src.base);
-  T* dst = reinterpret_cast<T*>(a.dst.base);
-  const int64_t chunks[4] = {a.extent[0], a.extent[1], a.extent[2], (a.extent[3] + V - 1) / V};
-  for_each_4d(chunks, [&](const int64_t(&at)[4]) {
-    const int64_t row[4] = {at[0], at[1], at[2], 0};
-    const int64_t c0 = at[3] * V;
-    const T* from = src + offset_4d(a.src, row) + c0 * a.src.strides[3];
-    T* to = dst + offset_4d(a.dst, row) + c0 * a.dst.strides[3];
-    const int64_t valid = row_inside(a, at) ? min(a.src_extent[3] - c0, int64_t(V)) : 0;
-    const int64_t count = min(a.extent[3] - c0, int64_t(V));
-    Chunk chunk;
-    if (V > 1 && valid == V && a.src.strides[3] == 1 && uintptr_t(from) % 16 == 0) {
-      chunk = *reinterpret_cast<const Chunk*>(from);
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) chunk.v[j] = j < valid ? from[j * a.src.strides[3]] : T{};
-    }
-    if (V > 1 && count == V && a.dst.strides[3] == 1 && uintptr_t(to) % 16 == 0) {
-      *reinterpret_cast<Chunk*>(to) = chunk;
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        if (j < count) to[j * a.dst.strides[3]] = chunk.v[j];
-      }
-    }
-  });
+  const int64_t chunks[4] = {a.extent[0], a.extent[1], a.extent[2],
+                             chunks_per_row<T, kGrid>(a.extent[3])};
+  for_each_4d(chunks, [&](const int64_t(&at)[4]) { copy_chunk<T, kGrid>(a, at, at[3]); });
 }
 
-// `dst[i] = src[i]` over `a.extent`, zeros past `a.src_extent`; rows (dim 3) are walked in runs,
-// one index step per run instead of one per element.
+// Whether every row of the destination starts on a 16-byte boundary (then the grid changes
+// nothing but the source's shifted loads, which cost narrow rows more than they gain: 2-byte
+// rows of 33 took 24 us against 18 on an H100).
+template <typename T>
+__device__ __forceinline__ bool rows_aligned(const cutlass_aot_view4& v) {
+  bool aligned = v.base % 16 == 0 && v.strides[3] == 1;
+#pragma unroll
+  for (int d = 0; d < 3; ++d) aligned = aligned && v.strides[d] * int64_t(sizeof(T)) % 16 == 0;
+  return aligned;
+}
+
+// `dst[i] = src[i]` over `a.extent`, zeros past `a.src_extent`: long rows (dim 3) a warp's run at
+// a time, short ones a chunk a thread.
 template <typename T>
 __device__ void copy_4d(const cutlass_aot_copy4_args& a) {
-  if (a.extent[3] >= 64) {
+  if (a.extent[3] >= 64 * Chunk<T>::V) {
     copy_4d_wide_rows<T>(a);
+  } else if (rows_aligned<T>(a.dst)) {
+    copy_4d_narrow_rows<T, false>(a);
   } else {
-    copy_4d_narrow_rows<T>(a);
+    copy_4d_narrow_rows<T, true>(a);
   }
 }
 
