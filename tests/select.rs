@@ -9,11 +9,12 @@ use cutlass_aot::select::study::{leave_one_out, Summary};
 use cutlass_aot::select::{table_for, Context};
 
 /// Held-out quality per operation: (least geometric mean of fastest ÷ chosen, least share within
-/// 5 % of the fastest). Measured 2026-11-26 on the committed tables: GEMM 0.98-1.00 and 90-100 %,
-/// conv fprop 0.96, dgrad 0.94-0.95, wgrad 0.90-0.92 (60-77 %).
+/// 5 % of the fastest). Measured 2026-11-27 on the committed tables with every feature: GEMM 0.986
+/// and 93 %, conv fprop 0.943 (70 %), dgrad 0.936 (73 %), wgrad 0.937 (72 %); the default build's
+/// 26 conv problems a kind: fprop 0.947 (58 %).
 fn floor(op: &str) -> (f64, f64) {
     match op {
-        "gemm" => (0.97, 0.85),
+        "gemm" => (0.98, 0.90),
         "conv2d_wgrad" => (0.88, 0.55),
         _ => (0.92, 0.55),
     }

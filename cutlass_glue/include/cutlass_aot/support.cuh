@@ -292,7 +292,7 @@ struct alignas(16) Chunk {
 // 0 .. valid: one 16-byte load where they are contiguous and aligned, two aligned loads shifted
 // together where they are contiguous and both aligned chunks lie inside the row's valid elements,
 // else element by element (only a row's first and last chunks).
-template <typename T, bool kShifted>
+template <typename T>
 __device__ __forceinline__ Chunk<T> load_chunk(const T* row, int64_t c0, int64_t valid, int64_t stride) {
   constexpr int V = Chunk<T>::V;
   Chunk<T> chunk;
@@ -301,8 +301,9 @@ __device__ __forceinline__ Chunk<T> load_chunk(const T* row, int64_t c0, int64_t
   const uintptr_t down = first & ~uintptr_t(15);
   if (whole && first == down) {
     chunk = *reinterpret_cast<const Chunk<T>*>(first);
-  } else if (kShifted && whole && down >= uintptr_t(row) && down + 32 <= uintptr_t(row + valid)) {
-    *reinterpret_cast<uint4*>(&chunk) = load_shifted(first);
+  } else if (whole && down >= uintptr_t(row) && down + 32 <= uintptr_t(row + valid)) {
+    const uint4 shifted = load_shifted(first);
+    memcpy(&chunk, &shifted, sizeof(chunk));
   } else {
 #pragma unroll
     for (int j = 0; j < V; ++j) {
@@ -331,34 +332,34 @@ __device__ __forceinline__ void store_chunk(T* row, int64_t c0, const Chunk<T>& 
   }
 }
 
-// Where chunk `index` of a destination row starts. On the destination's 16-byte grid (kGrid; the
-// first chunk starting up to V - 1 elements before the row), every whole chunk is one aligned
-// store whatever the row's alignment, the source read shifted; else chunks start at the row.
-template <typename T, bool kGrid>
+// Where chunk `index` of a destination row starts: on the destination's 16-byte grid (the first
+// chunk starting up to V - 1 elements before the row), so every whole chunk is one aligned store
+// whatever the row's alignment, the source read shifted.
+template <typename T>
 __device__ __forceinline__ int64_t chunk_start(const T* dst_row, int64_t stride, int64_t index) {
   constexpr int V = Chunk<T>::V;
-  const int64_t lead = kGrid && stride == 1 ? int64_t(uintptr_t(dst_row) % 16 / sizeof(T)) : 0;
+  const int64_t lead = stride == 1 ? int64_t(uintptr_t(dst_row) % 16 / sizeof(T)) : 0;
   return index * V - lead;
 }
 
-// Chunks a row of `extent` elements takes (on the grid: up to V - 1 elements before it too).
-template <typename T, bool kGrid>
+// Chunks a row of `extent` elements takes on the grid (up to V - 1 elements before it too).
+template <typename T>
 __device__ __forceinline__ int64_t chunks_per_row(int64_t extent) {
   constexpr int V = Chunk<T>::V;
-  return (extent + (kGrid ? 2 * V - 2 : V - 1)) / V;
+  return (extent + 2 * V - 2) / V;
 }
 
 // Copies chunk `index` of row `at` (digits 0-2) of a 4-D copy.
-template <typename T, bool kGrid>
+template <typename T>
 __device__ __forceinline__ void copy_chunk(const cutlass_aot_copy4_args& a, const int64_t (&at)[4],
                                            int64_t index) {
   const int64_t row[4] = {at[0], at[1], at[2], 0};
   T* to = reinterpret_cast<T*>(a.dst.base) + offset_4d(a.dst, row);
-  const int64_t c0 = chunk_start<T, kGrid>(to, a.dst.strides[3], index);
+  const int64_t c0 = chunk_start(to, a.dst.strides[3], index);
   if (c0 >= a.extent[3]) return;
   const T* from = reinterpret_cast<const T*>(a.src.base) + offset_4d(a.src, row);
   const int64_t valid = row_inside(a, at) ? a.src_extent[3] : 0;
-  const Chunk<T> chunk = load_chunk<T, kGrid>(from, c0, valid, a.src.strides[3]);
+  const Chunk<T> chunk = load_chunk(from, c0, valid, a.src.strides[3]);
   store_chunk(to, c0, chunk, a.extent[3], a.dst.strides[3]);
 }
 
@@ -366,21 +367,53 @@ __device__ __forceinline__ void copy_chunk(const cutlass_aot_copy4_args& a, cons
 // run of one row, on the destination's grid, so the row's place is computed once a run.
 template <typename T>
 __device__ void copy_4d_wide_rows(const cutlass_aot_copy4_args& a) {
-  const int64_t runs = (chunks_per_row<T, true>(a.extent[3]) + 31) / 32;
+  const int64_t runs = (chunks_per_row<T>(a.extent[3]) + 31) / 32;
   const int64_t units[4] = {a.extent[0], a.extent[1], a.extent[2], runs};
   const int lane = threadIdx.x % 32;
   const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   walk_4d(units, warp, int64_t(gridDim.x) * blockDim.x / 32,
-          [&](const int64_t(&at)[4]) { copy_chunk<T, true>(a, at, at[3] * 32 + lane); });
+          [&](const int64_t(&at)[4]) { copy_chunk<T>(a, at, at[3] * 32 + lane); });
 }
 
-// `copy_4d` for narrower rows: a thread copies a chunk, consecutive threads consecutive chunks of
-// consecutive rows, so short rows keep every lane busy.
-template <typename T, bool kGrid>
+// `copy_4d` for narrower rows whose destination rows are 16-byte aligned: a thread copies a chunk,
+// consecutive threads consecutive chunks of consecutive rows, so short rows keep every lane busy.
+template <typename T>
 __device__ void copy_4d_narrow_rows(const cutlass_aot_copy4_args& a) {
-  const int64_t chunks[4] = {a.extent[0], a.extent[1], a.extent[2],
-                             chunks_per_row<T, kGrid>(a.extent[3])};
-  for_each_4d(chunks, [&](const int64_t(&at)[4]) { copy_chunk<T, kGrid>(a, at, at[3]); });
+  constexpr int V = Chunk<T>::V;
+  const T* src = reinterpret_cast<const T*>(a.src.base);
+  T* dst = reinterpret_cast<T*>(a.dst.base);
+  const int64_t chunks[4] = {a.extent[0], a.extent[1], a.extent[2], (a.extent[3] + V - 1) / V};
+  for_each_4d(chunks, [&](const int64_t(&at)[4]) {
+    const int64_t row[4] = {at[0], at[1], at[2], 0};
+    const int64_t c0 = at[3] * V;
+    const T* from = src + offset_4d(a.src, row) + c0 * a.src.strides[3];
+    T* to = dst + offset_4d(a.dst, row) + c0 * a.dst.strides[3];
+    const int64_t valid = row_inside(a, at) ? min(a.src_extent[3] - c0, int64_t(V)) : 0;
+    const int64_t count = min(a.extent[3] - c0, int64_t(V));
+    Chunk<T> chunk;
+    if (V > 1 && valid == V && a.src.strides[3] == 1 && uintptr_t(from) % 16 == 0) {
+      chunk = *reinterpret_cast<const Chunk<T>*>(from);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) chunk.v[j] = j < valid ? from[j * a.src.strides[3]] : T{};
+    }
+    if (V > 1 && count == V && a.dst.strides[3] == 1 && uintptr_t(to) % 16 == 0) {
+      *reinterpret_cast<Chunk<T>*>(to) = chunk;
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        if (j < count) to[j * a.dst.strides[3]] = chunk.v[j];
+      }
+    }
+  });
+}
+
+// `copy_4d` for narrower rows whose destination rows are misaligned: as above, chunks on the
+// destination's grid.
+template <typename T>
+__device__ void copy_4d_narrow_rows_on_grid(const cutlass_aot_copy4_args& a) {
+  const int64_t chunks[4] = {a.extent[0], a.extent[1], a.extent[2], chunks_per_row<T>(a.extent[3])};
+  for_each_4d(chunks, [&](const int64_t(&at)[4]) { copy_chunk<T>(a, at, at[3]); });
 }
 
 // Whether every row of the destination starts on a 16-byte boundary (then the grid changes
@@ -401,9 +434,9 @@ __device__ void copy_4d(const cutlass_aot_copy4_args& a) {
   if (a.extent[3] >= 64 * Chunk<T>::V) {
     copy_4d_wide_rows<T>(a);
   } else if (rows_aligned<T>(a.dst)) {
-    copy_4d_narrow_rows<T, false>(a);
+    copy_4d_narrow_rows<T>(a);
   } else {
-    copy_4d_narrow_rows<T, true>(a);
+    copy_4d_narrow_rows_on_grid<T>(a);
   }
 }
 
