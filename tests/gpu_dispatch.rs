@@ -2,7 +2,8 @@
 //! leading dimensions, batch strides or element offset, and matches an f64 host reference;
 //! empty problems and K = 0 behave as in BLAS; a caller's workspace is used and a too-small one is
 //! refused; f32 problems keep f32 accuracy unless TF32 is allowed; the skinny kernels compute every
-//! layout, type, batch and split of K.
+//! layout, type, batch and split of K; misaligned operands staged straight or transposed (a way
+//! forced by a table) give the same D.
 //!
 //! Where no NVIDIA driver or device exists, every test is reported as *ignored* with the reason.
 
