@@ -131,8 +131,8 @@ fn copy4_args(copy: &Copy4d) -> (usize, Copy4Args, usize) {
         extent: extent.map(|e| e as i64),
         src_extent: src_extent.map(|e| e as i64),
     };
-    // The kernel copies rows in 16-byte chunks a thread (a row of 64 or more in runs of 32 chunks
-    // a warp).
+    // The kernel copies rows in 16-byte chunks a thread (a row of 64 chunks or more in runs of 32
+    // chunks a warp).
     let per_thread = (16 / bytes).max(1);
     let units = extent[0] * extent[1] * extent[2] * extent[3].div_ceil(per_thread);
     (bytes, args, units)
