@@ -74,3 +74,49 @@ fn calibration_beats_the_bare_model() {
     let bare = Summary::of(outcomes.iter().map(|o| o.bare_ratio()));
     assert!(calibrated.geomean > bare.geomean, "{calibrated:?} vs {bare:?}");
 }
+
+/// Every embedded row naming one of the crate's skinny kernels carries that kernel's types and,
+/// for the dot and axpy forms, the layout of A it reads: codegen's list of the names a table may
+/// use (`cutlass_aot_build::table`) agrees with `dispatch::skinny::KERNELS`.
+#[test]
+fn embedded_skinny_rows_match_the_kernels_they_name() {
+    use cutlass_aot::dispatch::skinny::{skinny_of, Form, KERNELS};
+    let mut seen = std::collections::BTreeSet::new();
+    for table in cutlass_aot::kernels::TABLES {
+        for row in table.rows {
+            let Some((_, form)) = skinny_of(row.kernel) else {
+                assert!(
+                    !row.kernel.name.starts_with("cutlass_aot_skinny_"),
+                    "{} is not one of dispatch::skinny::KERNELS",
+                    row.kernel.name
+                );
+                continue;
+            };
+            let op = row.kernel.gemm();
+            let [a, b, c] = row.key.elements;
+            assert_eq!(
+                (a, b, c),
+                (op.a.element, op.b.element, op.c.element),
+                "{}: {:?}",
+                row.kernel.name,
+                row.key
+            );
+            if form != Form::Tensor {
+                let layouts = row.key.layouts.expect("a GEMM row has layouts");
+                assert_eq!(layouts[0], op.a.layout, "{}: {:?}", row.kernel.name, row.key);
+            }
+            seen.insert(row.kernel.name);
+        }
+    }
+    // The tables time the skinny kernels of every type the sweeps draw.
+    for (kernel, ..) in KERNELS
+        .iter()
+        .filter(|(k, ..)| k.gemm().a.element == k.gemm().c.element)
+    {
+        assert!(
+            seen.contains(kernel.name),
+            "no embedded row times {}",
+            kernel.name
+        );
+    }
+}
