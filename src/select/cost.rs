@@ -75,8 +75,9 @@ pub const PADDING_BYTES_PER_SECOND: f64 = 1.4e12;
 pub const PADDING_LAUNCH_SECONDS: f64 = 8e-6;
 
 /// Staged ways must be estimated this much faster than a direct one: their copies are only
-/// modelled.
-pub const STAGING_MARGIN: f64 = 1.25;
+/// modelled (1.1 since the copies are costed by kind: held-out GEMM 0.997 -> 1.011x and
+/// 1.000 -> 1.003x of torch, conv dgrad/wgrad +3-4 %, against 1.25 on an H100, 2026-11-27).
+pub const STAGING_MARGIN: f64 = 1.1;
 
 /// Fixed cost of one kernel launch on the device (start, tail, drain).
 pub const LAUNCH_SECONDS: f64 = 2.5e-6;
