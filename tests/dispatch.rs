@@ -125,7 +125,7 @@ fn odd_k_stages_a_and_b_with_k_padded_and_zero_filled() {
         assert_eq!(staged.d.address, ADDR_D);
         assert_eq!(staged.c.unwrap().address, ADDR_C);
         // Staging reads A and B and writes them padded (2 bytes an element), zeros included.
-        assert_eq!(plan.traffic, 2 * (1024 + 4096) * (k + kp));
+        assert_eq!(plan.traffic(), 2 * (1024 + 4096) * (k + kp));
     }
 }
 
@@ -217,7 +217,7 @@ fn k_zero_stages_zero_a_and_b_and_reads_c() {
     assert_eq!(staged.beta, 0.5);
     // Nothing is copied from A or B: only cleared.
     let plan = StagePlan::new(sig, &ops, TN);
-    assert_eq!(plan.traffic, (64 * 8 + 8 * 48) * 2);
+    assert_eq!(plan.traffic(), (64 * 8 + 8 * 48) * 2);
 }
 
 #[test]

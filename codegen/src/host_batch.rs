@@ -42,23 +42,16 @@ pub fn host_unit(units: &[Unit], members: &[usize]) -> Unit {
         return units[*only].clone();
     }
     let first = &units[members[0]];
-    let mut glue: Vec<&'static str> = Vec::new();
     let mut source = String::new();
     for &member in members {
-        let unit = &units[member];
-        for name in unit.glue {
-            if !glue.contains(name) {
-                glue.push(name);
-            }
-        }
-        source.push_str(&unit.source);
+        source.push_str(&units[member].source);
         source.push('\n');
     }
     Unit {
         name: format!("host_{}_and_{}_more", first.name, members.len() - 1),
         api: first.api,
-        // Built once per build script run; the Unit type wants the list for the process's life.
-        glue: Box::leak(glue.into_boxed_slice()),
+        // A batch's units share their glue headers (`host_batches` groups them by it).
+        glue: first.glue,
         kernels: members
             .iter()
             .flat_map(|&m| units[m].kernels.iter().cloned())

@@ -42,8 +42,6 @@ pub struct StagePlan {
     pub signature: Signature,
     /// Bytes of staging area the plan needs (before any workspace of the kernel's own).
     pub bytes: usize,
-    /// Bytes the copies and fills move (read + written): what staging costs.
-    pub traffic: usize,
     /// Names of the staged operands, for reports ("A", "B", "C", "D").
     pub staged: Vec<&'static str>,
     /// The kernel's operands, staged ones at offsets into the staging area (see [`Self::at`]).
@@ -95,7 +93,6 @@ impl StagePlan {
                 ..user
             },
             bytes: 0,
-            traffic: 0,
             staged: Vec::new(),
             operands: *ops,
             relative: [false; 4],
@@ -120,7 +117,6 @@ impl StagePlan {
                     dst_rows: m,
                     dst_cols: n,
                 });
-                plan.traffic += 2 * m * n * batch * bc;
                 Some(Placed {
                     operand: d.operand,
                     staged: true,
@@ -140,7 +136,6 @@ impl StagePlan {
                 dst_rows: m,
                 dst_cols: n,
             });
-            plan.traffic += 2 * m * n * batch * bc;
         }
         plan.relative = [a.staged, b.staged, c.as_ref().is_some_and(|c| c.staged), d.staged];
         plan.staged = ["A", "B", "C", "D"]
@@ -220,26 +215,33 @@ impl StagePlan {
             dst_rows: rows,
             dst_cols: cols,
         });
-        self.traffic += (shape.rows * shape.cols + rows * cols) * shape.batch_count * element_bytes;
         Placed {
             operand,
             staged: true,
         }
     }
 
+    /// The copies and fills it enqueues besides the kernel, in and out.
+    fn copies(&self) -> impl Iterator<Item = &Copy2d> {
+        self.copies_in.iter().chain(&self.copy_out)
+    }
+
     /// Copies and fills it enqueues besides the kernel (each costs a launch: microseconds that
     /// matter for small problems).
     pub fn launches(&self) -> usize {
-        self.copies_in.len() + usize::from(self.copy_out.is_some())
+        self.copies().count()
+    }
+
+    /// Bytes the copies and fills move (read + written, zero padding included).
+    pub fn traffic(&self) -> usize {
+        self.copies().map(Copy2d::traffic).sum()
     }
 
     /// What the copies are estimated to take (seconds): each copy's bytes at the bandwidth of its
     /// kind (a straight one runs along rows; a transposing one goes through shared-memory tiles,
     /// whole tiles counted) plus a launch.
     pub fn copy_seconds(&self) -> f64 {
-        self.copies_in
-            .iter()
-            .chain(&self.copy_out)
+        self.copies()
             .map(|copy| {
                 let seconds = if copy.transposes() {
                     copy.tile_traffic() as f64 / STAGING_TRANSPOSE_BYTES_PER_SECOND

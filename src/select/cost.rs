@@ -75,8 +75,8 @@ pub const PADDING_BYTES_PER_SECOND: f64 = 1.4e12;
 pub const PADDING_LAUNCH_SECONDS: f64 = 8e-6;
 
 /// Staged ways must be estimated this much faster than a direct one: their copies are only
-/// modelled (1.1 since the copies are costed by kind: held-out GEMM 0.997 -> 1.011x and
-/// 1.000 -> 1.003x of torch, conv dgrad/wgrad +3-4 %, against 1.25 on an H100, 2026-11-27).
+/// modelled (chosen on held-out problems against 1.25:
+/// `bench/results/h100_2026-11-27_issue26_staging_margin_heldout.jsonl`).
 pub const STAGING_MARGIN: f64 = 1.1;
 
 /// Fixed cost of one kernel launch on the device (start, tail, drain).
