@@ -277,6 +277,8 @@ pub fn streaming_seconds(
             .unwrap_or(0.0),
     };
     let min_concurrency = value("min_concurrency");
+    let split_rows = value("split_rows_per_thread").filter(|r| *r > 0.0);
+    let min_split_rows = value("min_split_rows").unwrap_or(0.0);
     let partial_bytes = value("partial_bytes")?;
     let slices = slices.max(1) as f64;
     let mut seconds = 0.0;
@@ -290,6 +292,18 @@ pub fn streaming_seconds(
             .clamp(1.0, 1024.0);
         let (rows, depth, batch) = (p.m as f64, p.k.max(1) as f64, p.batch.max(1) as f64);
         let blocks = (rows / rows_per_block).ceil() * slices * batch * groups;
+        // With `split_rows_per_thread`, a block of fewer rows splits the depth among its threads:
+        // it takes the time of the rows its row groups cover (a power of two of threads), at least
+        // `min_split_rows`.
+        let block_rows = match split_rows {
+            Some(per_thread) if rows < rows_per_block => {
+                let threads = (rows / per_thread).ceil().max(1.0) as u64;
+                (threads.next_power_of_two() as f64 * per_thread)
+                    .max(min_split_rows)
+                    .min(rows_per_block)
+            }
+            _ => rows_per_block,
+        };
         let slice_depth = (depth / slices).ceil();
         let per_element = (fs + fs_col * columns) * 1e-15;
         // A block's elements at the rate of the blocks sharing the GPU with it: a few alone run no
@@ -297,7 +311,7 @@ pub fn streaming_seconds(
         let concurrent = min_concurrency.map_or(slots, |c| blocks.min(slots).max(c));
         let block = ns_block * 1e-9
             + ns_chunk * 1e-9 * (slice_depth / chunk_depth).ceil()
-            + rows_per_block * slice_depth * per_element * concurrent;
+            + block_rows * slice_depth * per_element * concurrent;
         // Outputs (or each slice's partial sums) written, as the block's epilogue writes them.
         let outputs = rows * p.n as f64 * batch * slices;
         seconds += (blocks / slots).ceil() * block + outputs * fs_output * 1e-15;

@@ -9,7 +9,8 @@
 //   dot:  X's rows contiguous along depth. A warp owns 4 rows (2 of f64); its lanes stride along
 //         depth and sum their partial dot products with shuffles once, at the end.
 //   axpy: X's columns contiguous along rows. A thread owns rows (coalesced along them) and walks
-//         depth; Y's entries are the same for the whole warp (shared-memory broadcasts).
+//         depth; Y's entries are the same for the whole warp (shared-memory broadcasts). With
+//         fewer rows than a block holds, threads owning the same rows split the depth.
 // Both stage a chunk of Y (accumulator type, zero past cols) in shared memory per step. With
 // `slices` > 1 each slice of depth writes its partial sums to `partials` and a reduce kernel adds
 // them in slice order (deterministic) and applies alpha and beta.
@@ -67,6 +68,12 @@ template <typename Acc, int NS> struct Chunk {
   static constexpr int kBytes = 32768;
   static constexpr int kDepth = (kBytes / (NS * (int)sizeof(Acc))) < 1024 ? (kBytes / (NS * (int)sizeof(Acc))) : 1024;
 };
+
+// The block's chunk of Y: one array for both instantiations (with and without parts) of an axpy kernel.
+template <typename Acc, int kEntries> __device__ __forceinline__ Acc* chunk_buffer() {
+  __shared__ __align__(16) Acc ys[kEntries];
+  return ys;
+}
 
 // Stages Y[k0 .. k0 + len) x [col0, col0 + NS) into `ys` (zeros past cols). `k_major` lays it out as
 // ys[k * NS + j] (for broadcasts), else as ys[j * (kDepth + 1) + k] (for lanes along depth; the
@@ -136,6 +143,16 @@ __device__ __forceinline__ void scatter_sum(Acc (&v)[N], int lane) {
       scatter_sum<S / 2, 1>(v, lane);
     }
   }
+}
+
+// Row groups a block of kUnits threads forms for `rows` rows, `per_unit` a thread: all kUnits
+// where the rows fill the block, else the fewest power of two that covers them, the other threads
+// adding parts of the depth to the same rows.
+template <int kUnits>
+__device__ __forceinline__ int row_groups(int64_t rows, int per_unit) {
+  int groups = 1;
+  while (groups < kUnits && (int64_t)groups * per_unit < rows) groups *= 2;
+  return groups;
 }
 
 constexpr int kDotWarps = 8;
@@ -216,14 +233,24 @@ __device__ void dot(const cutlass_aot_skinny_args& a) {
 
 constexpr int kAxpyThreads = 128;
 constexpr int kAxpyRows = 2;    // rows per thread, kAxpyThreads apart
-constexpr int kAxpyUnroll = 8;  // depth steps in flight
+// Depth steps in flight: 16, or 8 where 16 ran slower (f64 with 8 or more columns, and with parts).
+template <typename Acc, int NS, bool kParts> __host__ __device__ constexpr int axpy_unroll() {
+  return !kParts && (sizeof(Acc) == 4 || NS <= 4) ? 16 : 8;
+}
 
-template <typename T, typename TC, typename Acc, int NS>
+// kParts: the product has fewer rows than a block holds (see row_groups); without it the compiler
+// sees one part and the full-block path keeps none of the parts' index arithmetic.
+template <typename T, typename TC, typename Acc, int NS, bool kParts>
 __device__ void axpy(const cutlass_aot_skinny_args& a) {
   constexpr int kDepth = Chunk<Acc, NS>::kDepth;
-  __shared__ __align__(16) Acc ys[NS * kDepth];
+  Acc* ys = chunk_buffer<Acc, NS * kDepth>();
   const int64_t row_blocks = (a.rows + kAxpyThreads * kAxpyRows - 1) / (kAxpyThreads * kAxpyRows);
-  const int64_t row0 = (blockIdx.x % row_blocks) * (kAxpyThreads * kAxpyRows) + threadIdx.x;
+  // Fewer rows than the block holds: threads owning the same rows split the depth (parts), the
+  // rows of a thread `groups` apart.
+  const int groups = kParts ? row_groups<kAxpyThreads>(a.rows, kAxpyRows) : kAxpyThreads;
+  const int parts = kParts ? kAxpyThreads / groups : 1, part = kParts ? threadIdx.x / groups : 0;
+  const int64_t block_row0 = (blockIdx.x % row_blocks) * (kAxpyThreads * kAxpyRows);
+  const int64_t row0 = block_row0 + threadIdx.x % groups;
   const int64_t col0 = blockIdx.x / row_blocks * NS;  // this block's group of columns
   const int64_t slice = blockIdx.y;
   const int64_t k_begin = slice * a.slice_depth;
@@ -231,8 +258,9 @@ __device__ void axpy(const cutlass_aot_skinny_args& a) {
   for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z) {
     const T* xr[kAxpyRows];
 #pragma unroll
-    for (int r = 0; r < kAxpyRows; ++r) xr[r] = at<T>(a.x, b, min(row0 + r * kAxpyThreads, a.rows - 1), 0);
+    for (int r = 0; r < kAxpyRows; ++r) xr[r] = at<T>(a.x, b, min(row0 + r * groups, a.rows - 1), 0);
     const int64_t ks = a.x.col_stride;
+    constexpr int kAxpyUnroll = axpy_unroll<Acc, NS, kParts>();
     Acc acc[kAxpyRows][NS];
 #pragma unroll
     for (int r = 0; r < kAxpyRows; ++r)
@@ -243,16 +271,16 @@ __device__ void axpy(const cutlass_aot_skinny_args& a) {
       __syncthreads();
       stage_y<T, Acc, NS, kAxpyThreads, true>(a, b, k0, len, col0, ys);
       __syncthreads();
-      for (int base = 0; base < len; base += kAxpyUnroll) {
+      for (int base = part; base < len; base += kAxpyUnroll * parts) {
         Acc xv[kAxpyUnroll][kAxpyRows];
 #pragma unroll
         for (int u = 0; u < kAxpyUnroll; ++u)
 #pragma unroll
           for (int r = 0; r < kAxpyRows; ++r)
-            if (base + u < len) xv[u][r] = to_acc<Acc>(xr[r][(k0 + base + u) * ks]);
+            if (base + u * parts < len) xv[u][r] = to_acc<Acc>(xr[r][(k0 + base + u * parts) * ks]);
 #pragma unroll
         for (int u = 0; u < kAxpyUnroll; ++u) {
-          const int k = base + u;
+          const int k = base + u * parts;
           if (k >= len) break;
 #pragma unroll
           for (int j = 0; j < NS; ++j) {
@@ -263,13 +291,31 @@ __device__ void axpy(const cutlass_aot_skinny_args& a) {
         }
       }
     }
+    if (!kParts) {
 #pragma unroll
-    for (int r = 0; r < kAxpyRows; ++r) {
-      const int64_t row = row0 + r * kAxpyThreads;
-      if (row >= a.rows) continue;
+      for (int r = 0; r < kAxpyRows; ++r) {
+        const int64_t row = row0 + r * groups;
+        if (row >= a.rows) continue;
 #pragma unroll
-      for (int j = 0; j < NS; ++j)
-        if (col0 + j < a.cols) store<TC, Acc>(a, b, slice, row, col0 + j, acc[r][j]);
+        for (int j = 0; j < NS; ++j)
+          if (col0 + j < a.cols) store<TC, Acc>(a, b, slice, row, col0 + j, acc[r][j]);
+      }
+      continue;
+    }
+    // Parts meet in shared memory ([part][row][column], rows in block order) and are added in
+    // part order.
+    constexpr int kValues = kAxpyRows * NS;
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < kAxpyRows; ++r)
+#pragma unroll
+      for (int j = 0; j < NS; ++j) ys[(part * groups * kAxpyRows + r * groups + threadIdx.x % groups) * NS + j] = acc[r][j];
+    __syncthreads();
+    for (int e = threadIdx.x; e < groups * kValues; e += kAxpyThreads) {
+      Acc sum = ys[e];
+      for (int p = 1; p < parts; ++p) sum += ys[p * groups * kValues + e];
+      const int64_t row = block_row0 + e / NS, col = col0 + e % NS;
+      if (row < a.rows && col < a.cols) store<TC, Acc>(a, b, slice, row, col, sum);
     }
   }
 }
@@ -301,7 +347,11 @@ __device__ void reduce(const cutlass_aot_skinny_args& a) {
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(128, 4) cutlass_aot_skinny_axpy_##NAME##_n##NS(               \
       const cutlass_aot_skinny_args args) {                                                               \
-    cutlass_aot_skinny::axpy<T, TC, ACC, NS>(args);                                                       \
+    if (cutlass_aot_skinny::row_groups<cutlass_aot_skinny::kAxpyThreads>(                                 \
+            args.rows, cutlass_aot_skinny::kAxpyRows) == cutlass_aot_skinny::kAxpyThreads)                  \
+      cutlass_aot_skinny::axpy<T, TC, ACC, NS, false>(args);                                              \
+    else                                                                                                  \
+      cutlass_aot_skinny::axpy<T, TC, ACC, NS, true>(args);                                               \
   }
 
 #define CUTLASS_AOT_SKINNY(NAME, T, TC, ACC)                                                              \
