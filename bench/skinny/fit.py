@@ -3,12 +3,11 @@
 bench/skinny/harness.cu: the RMS log error of the model select::cost::streaming_seconds computes,
 with the committed constants, and (--refit) constants a random search finds from them.
 
-    python3 bench/skinny/fit.py TIMINGS.jsonl [--refit]
+    python3 bench/skinny/fit.py TIMINGS.jsonl [--refit [trials=N] [seed=S]]
 
-The committed constants fit the "axpy parts" rows of
-bench/results/h100_2026-11-27_issue26_skinny_axpy_parts_harness.jsonl with set "fit" or
-"table_axpy" (the harness on bench/skinny/fit_problems*.txt and on the problems of the selection
-tables' axpy rows; dot and narrow as fitted before, on ..._skinny_fit_events.jsonl).
+The committed constants fit bench/results/h100_2026-11-27_issue26_skinny_staging_model.jsonl (the
+harness on bench/skinny/fit_problems*.txt and on the problems of the selection tables' skinny
+rows; rows of set "losers", held-out problems, are left out).
 """
 import json
 import math
@@ -21,10 +20,10 @@ LAUNCH = 2.5e-6
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
 # As src/dispatch/skinny.rs states them (fs: femtoseconds, ns: nanoseconds).
 CONSTANTS = {
-    "dot": {"fs": 76, "fs_col": 215, "ns_block": 1442, "ns_chunk": 1959,
-            "fs_output": 1, "fs_output_across": 1},
-    "axpy": {"fs": 423, "fs_col": 52, "ns_block": 1167, "ns_chunk": 2727,
-             "fs_output": 4872, "fs_output_across": 11881, "min_rows": 24},
+    "dot": {"fs": 192, "fs_col": 114, "ns_block": 2590, "ns_chunk": 850,
+            "fs_output": 1, "fs_output_across": 1, "ps_staged": 667},
+    "axpy": {"fs": 487, "fs_col": 30, "ns_block": 3551, "ns_chunk": 1,
+             "fs_output": 5991, "fs_output_across": 13219, "ps_staged": 1450},
     "narrow": {"fs": 249, "fs_col": 17, "ns_block": 2928, "ns_chunk": 1866, "fs_output": 3822, "conc": 73},
 }
 
@@ -42,7 +41,7 @@ def model(c, form, e, rows, cols, k, batch, slices, d_column_major):
     # The axpy form with fewer rows than a block holds: its threads split the depth, so a block
     # takes the time of the rows its row groups cover (a power of two of threads, 2 rows each).
     if form == "axpy" and rows < rpb:
-        rpb = min(rpb, max(c["min_rows"], 2 * (1 << (math.ceil(rows / 2) - 1).bit_length())))
+        rpb = min(rpb, 2 * (1 << (math.ceil(rows / 2) - 1).bit_length()))
     sd = math.ceil(k / slices)
     sl = math.ceil(k / sd)
     groups = 1 if form == "narrow" else math.ceil(cols / 16)  # CUDA-core forms: 16 columns a block
@@ -50,7 +49,9 @@ def model(c, form, e, rows, cols, k, batch, slices, d_column_major):
     # A block's elements at the rate of `concurrent` blocks sharing the GPU: a few alone run no
     # faster than `conc` of them would.
     concurrent = max(min(blocks, slots), c["conc"]) if "conc" in c else slots
-    block = c["ns_block"] * 1e-9 + c["ns_chunk"] * 1e-9 * math.ceil(sd / depth) + rpb * sd * per * concurrent
+    # Staging the small operand: a block's time per entry of it (slice depth x columns).
+    block = (c["ns_block"] * 1e-9 + c["ns_chunk"] * 1e-9 * math.ceil(sd / depth) + rpb * sd * per * concurrent
+             + c.get("ps_staged", 0) * 1e-12 * sd * columns)
     # Outputs cost more where D's contiguous dimension runs across the form's threads.
     along = {"dot": not d_column_major, "axpy": d_column_major}.get(form, True)
     fs_output = c["fs_output"] if along else c.get("fs_output_across", c["fs_output"])
@@ -74,17 +75,17 @@ def rms(c, form, rows):
 
 def main():
     rows = [json.loads(line) for line in open(sys.argv[1])]
-    # A results file of several variants: the current kernels' rows, held-out problems left out.
-    rows = [r for r in rows if r.get("variant", "axpy parts") == "axpy parts" and r.get("set") != "losers"]
+    # Held-out problems are left out.
+    rows = [r for r in rows if r.get("set") != "losers"]
     good = [r for r in rows if r["status"] == "no error" and r["rel"] < (1e-2 if ELEMENT_BYTES[r["dtype"]] == 2 else 1e-5)]
     print(f"{len(good)} of {len(rows)} timings verified")
-    random.seed(3)
+    random.seed(int(dict(a.split("=") for a in sys.argv if "=" in a).get("seed", 3)))
     for form, c in CONSTANTS.items():
         subset = [r for r in good if r["form"] == form]
         best = rms(c, form, subset)
         print(f"{form:<7} {len(subset):4} timings, RMS log error {best:.3f} with {c}")
         if "--refit" in sys.argv:
-            for _ in range(6000):
+            for _ in range(int(dict(a.split('=') for a in sys.argv if '=' in a).get('trials', 6000))):
                 trial = dict(c)
                 key = random.choice(list(trial))
                 trial[key] = max(1, trial[key] * math.exp(random.gauss(0, 0.2)))

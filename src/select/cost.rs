@@ -239,7 +239,8 @@ const STREAMING_BYTES_PER_SECOND: f64 = 2.6e12;
 /// each a fixed time, a time per staged chunk (`chunk_depth` deep, or `chunk_entries` of the small
 /// operand: depth × columns), and a time per element of the large one (a base and a part per
 /// output column, the column count rounded up to a power of two, at least `min_columns`) at full
-/// occupancy (or at `min_concurrency` blocks' where fewer run); in waves of resident blocks; plus
+/// occupancy (or at `min_concurrency` blocks' where fewer run), and a time per entry of the small
+/// operand staged (`ps_per_staged_entry`: slice depth × columns); in waves of resident blocks; plus
 /// a time per output written (`fs_per_output`, or `fs_per_output_across` where D's contiguous
 /// dimension is not the design's `output_along`, `rows` or `columns`); never under its bytes at
 /// streaming bandwidth. With `group_columns`, a block computes that many columns at most and wider
@@ -278,7 +279,7 @@ pub fn streaming_seconds(
     };
     let min_concurrency = value("min_concurrency");
     let split_rows = value("split_rows_per_thread").filter(|r| *r > 0.0);
-    let min_split_rows = value("min_split_rows").unwrap_or(0.0);
+    let ps_staged = value("ps_per_staged_entry").unwrap_or(0.0);
     let partial_bytes = value("partial_bytes")?;
     let slices = slices.max(1) as f64;
     let mut seconds = 0.0;
@@ -293,14 +294,11 @@ pub fn streaming_seconds(
         let (rows, depth, batch) = (p.m as f64, p.k.max(1) as f64, p.batch.max(1) as f64);
         let blocks = (rows / rows_per_block).ceil() * slices * batch * groups;
         // With `split_rows_per_thread`, a block of fewer rows splits the depth among its threads:
-        // it takes the time of the rows its row groups cover (a power of two of threads), at least
-        // `min_split_rows`.
+        // it takes the time of the rows its row groups cover (a power of two of threads).
         let block_rows = match split_rows {
             Some(per_thread) if rows < rows_per_block => {
                 let threads = (rows / per_thread).ceil().max(1.0) as u64;
-                (threads.next_power_of_two() as f64 * per_thread)
-                    .max(min_split_rows)
-                    .min(rows_per_block)
+                (threads.next_power_of_two() as f64 * per_thread).min(rows_per_block)
             }
             _ => rows_per_block,
         };
@@ -311,7 +309,8 @@ pub fn streaming_seconds(
         let concurrent = min_concurrency.map_or(slots, |c| blocks.min(slots).max(c));
         let block = ns_block * 1e-9
             + ns_chunk * 1e-9 * (slice_depth / chunk_depth).ceil()
-            + block_rows * slice_depth * per_element * concurrent;
+            + block_rows * slice_depth * per_element * concurrent
+            + ps_staged * 1e-12 * slice_depth * columns;
         // Outputs (or each slice's partial sums) written, as the block's epilogue writes them.
         let outputs = rows * p.n as f64 * batch * slices;
         seconds += (blocks / slots).ceil() * block + outputs * fs_output * 1e-15;
