@@ -1,0 +1,132 @@
+// Prototype compact kernels for tiny GEMMs (a thread per output; a warp per output, its lanes along
+// depth): no staging, no barrier, a short path. Each problem on stdin ("dtype layout m n k batch",
+// A and B letters: t row-major, n column-major; D row-major) runs on both, checked against an f64
+// reference and timed as the benchmarks time (30 launches behind a spin kernel, an event between
+// launches, the median); one JSON line per problem and variant.
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I cutlass_glue/include -cudart static bench/floor/tiny.cu
+#define CUTLASS_AOT_DEVICE_PASS 1
+#include "cutlass_aot/skinny.cuh"
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <cuda_runtime.h>
+using namespace cutlass_aot_skinny;
+
+__global__ void spin(long long ns) { long long s = clock64(); while ((clock64() - s) < ns * 2) {} }
+
+template <typename T> __global__ void fill(T* p, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995; h ^= h >> 15;
+    p[i] = from_acc<T>(((h & 0xffff) / 32768.0f) - 1.0f);
+  }
+}
+template <typename T> __global__ void ref(cutlass_aot_view A, cutlass_aot_view B, double* D, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < m * n * batch; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t b = e / (m * n), i = (e / n) % m, j = e % n; double s = 0;
+    for (int64_t kk = 0; kk < k; ++kk) s += (double)to_acc<double>(*at<T>(A, b, i, kk)) * (double)to_acc<double>(*at<T>(B, b, kk, j));
+    D[e] = s;
+  }
+}
+template <typename T> __global__ void err(cutlass_aot_view D, const double* R, int64_t m, int64_t n, int64_t batch, double* out) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < m * n * batch; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t b = e / (m * n), i = (e / n) % m, j = e % n;
+    double d = (double)to_acc<double>(*at<T>(D, b, i, j)) - R[e];
+    atomicAdd(&out[0], d * d); atomicAdd(&out[1], R[e] * R[e]);
+  }
+}
+
+// A thread per output.
+template <typename T, typename TC, typename Acc>
+__global__ void __launch_bounds__(128) tiny_thread(const cutlass_aot_skinny_args a) {
+  const int64_t outputs = a.rows * a.cols * a.batch;
+  for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < outputs; o += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t b = o / (a.rows * a.cols), r = (o / a.cols) % a.rows, c = o % a.cols;
+    const T* x = at<T>(a.x, b, r, 0);
+    const T* y = at<T>(a.y, b, 0, c);
+    Acc s = Acc(0);
+#pragma unroll 4
+    for (int64_t k = 0; k < a.depth; ++k) s += to_acc<Acc>(x[k * a.x.col_stride]) * to_acc<Acc>(y[k * a.y.row_stride]);
+    Acc v = Acc(a.alpha) * s;
+    if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, r, c));
+    *const_cast<TC*>(at<TC>(a.d, b, r, c)) = from_acc<TC>(v);
+  }
+}
+
+// A warp per output, lanes along depth.
+template <typename T, typename TC, typename Acc>
+__global__ void __launch_bounds__(128) tiny_warp(const cutlass_aot_skinny_args a) {
+  const int64_t outputs = a.rows * a.cols * a.batch;
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  for (int64_t o = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; o < outputs; o += warps) {
+    const int64_t b = o / (a.rows * a.cols), r = (o / a.cols) % a.rows, c = o % a.cols;
+    const T* x = at<T>(a.x, b, r, 0);
+    const T* y = at<T>(a.y, b, 0, c);
+    Acc s = Acc(0);
+#pragma unroll 4
+    for (int64_t k = lane; k < a.depth; k += 32) s += to_acc<Acc>(x[k * a.x.col_stride]) * to_acc<Acc>(y[k * a.y.row_stride]);
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffffu, s, d);
+    if (lane == 0) {
+      Acc v = Acc(a.alpha) * s;
+      if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, r, c));
+      *const_cast<TC*>(at<TC>(a.d, b, r, c)) = from_acc<TC>(v);
+    }
+  }
+}
+
+cutlass_aot_view view(uint64_t base, bool rowmajor, int64_t rows, int64_t cols, int64_t bs) {
+  cutlass_aot_view v; v.base = base; v.batch_stride = bs;
+  if (rowmajor) { v.row_stride = cols; v.col_stride = 1; } else { v.row_stride = 1; v.col_stride = rows; }
+  return v;
+}
+
+template <typename T, typename Acc> void run(const char* dt, std::string lay, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  T *A, *B, *D; double *R, *E;
+  cudaMalloc(&A, sizeof(T) * m * k * batch + 64); cudaMalloc(&B, sizeof(T) * k * n * batch + 64); cudaMalloc(&D, sizeof(T) * m * n * batch + 64);
+  cudaMalloc(&R, 8 * m * n * batch); cudaMalloc(&E, 16);
+  fill<<<256, 256>>>(A, m * k * batch, 1); fill<<<256, 256>>>(B, k * n * batch, 2);
+  cutlass_aot_skinny_args a{};
+  a.x = view((uint64_t)A, lay[0] == 't', m, k, m * k); a.y = view((uint64_t)B, lay[1] == 't', k, n, k * n);
+  a.d = view((uint64_t)D, true, m, n, m * n); a.c = a.d;
+  a.rows = m; a.cols = n; a.depth = k; a.batch = batch; a.alpha = 1; a.beta = 0; a.slices = 1; a.slice_depth = k;
+  ref<T><<<256, 256>>>(a.x, a.y, R, m, n, k, batch);
+  void* params[] = {&a};
+  const int64_t outputs = m * n * batch;
+  cudaEvent_t ev[31];
+  for (auto& e : ev) cudaEventCreate(&e);
+  for (int variant = 0; variant < 2; ++variant) {
+    void* f = variant ? (void*)tiny_warp<T, T, Acc> : (void*)tiny_thread<T, T, Acc>;
+    int64_t per_block = variant ? 4 : 128;
+    unsigned blocks = (unsigned)std::min<int64_t>((outputs + per_block - 1) / per_block, 132 * 16);
+    auto launch = [&] { cudaLaunchKernel(f, dim3(blocks), dim3(128), params, 0, 0); };
+    launch(); cudaDeviceSynchronize();
+    cudaMemset(E, 0, 16); err<T><<<256, 256>>>(a.d, R, m, n, batch, E); double h[2]; cudaMemcpy(h, E, 16, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < 3; ++i) launch();
+    cudaDeviceSynchronize();
+    spin<<<1, 1>>>(1000000);
+    cudaEventRecord(ev[0]);
+    for (int i = 0; i < 30; ++i) { launch(); cudaEventRecord(ev[i + 1]); }
+    cudaEventSynchronize(ev[30]);
+    float t[30];
+    for (int i = 0; i < 30; ++i) { cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]); t[i] *= 1000; }
+    std::sort(t, t + 30);
+    cudaError_t st = cudaGetLastError();
+    printf("{\"dtype\":\"%s\",\"layout\":\"%s\",\"m\":%ld,\"n\":%ld,\"k\":%ld,\"batch\":%ld,\"variant\":\"%s\",\"us\":%.2f,\"rel\":%.3g,\"status\":\"%s\"}\n",
+           dt, lay.c_str(), m, n, k, batch, variant ? "warp" : "thread", t[15], sqrt(h[0] / (h[1] + 1e-300)), cudaGetErrorString(st));
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  cudaFree(A); cudaFree(B); cudaFree(D); cudaFree(R); cudaFree(E);
+}
+
+int main() {
+  char dt[16], lay[8]; long m, n, k, b;
+  while (scanf("%15s %7s %ld %ld %ld %ld", dt, lay, &m, &n, &k, &b) == 6) {
+    std::string d = dt;
+    if (d == "f16") run<__half, float>(dt, lay, m, n, k, b);
+    else if (d == "bf16") run<__nv_bfloat16, float>(dt, lay, m, n, k, b);
+    else if (d == "f32") run<float, float>(dt, lay, m, n, k, b);
+    else if (d == "f64") run<double, double>(dt, lay, m, n, k, b);
+    fflush(stdout);
+  }
+}
