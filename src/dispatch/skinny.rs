@@ -38,9 +38,9 @@ const fn min_slice_depth(form: Form) -> usize {
 const NO_EXPR: Expr = Expr { text: "", code: &[] };
 
 /// The cost model's view of a streaming kernel (`select::cost::streaming_seconds`), fitted to
-/// timings of random problems (`bench/skinny/fit.py`; the axpy form's also on the problems of the
-/// tables' axpy rows) timed as the benchmarks time them (an event between launches) on an H100,
-/// none of the held-out ones: per-element time at full occupancy (a base and a part per output
+/// timings of random problems (`bench/skinny/fit.py`; the dot and axpy forms' also on the problems
+/// of the tables' skinny rows) timed as the benchmarks time them (an event between launches) on an
+/// H100, none of the held-out ones: per-element time at full occupancy (a base and a part per output
 /// column), each block's fixed time, each staged chunk's and each output's.
 macro_rules! design {
     ($rows:expr, $acc_bytes:literal, $blocks_per_sm:literal, $along:literal, $fit:expr $(, $extra:expr)*) => {

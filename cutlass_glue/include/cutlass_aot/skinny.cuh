@@ -232,7 +232,7 @@ __device__ void dot(const cutlass_aot_skinny_args& a) {
 }
 
 constexpr int kAxpyThreads = 128;
-constexpr int kAxpyRows = 2;    // rows per thread, kAxpyThreads apart
+constexpr int kAxpyRows = 2;  // rows per thread, the block's row groups apart
 // Depth steps in flight: 16, or 8 where 16 ran slower (f64 with 8 or more columns, and with parts).
 template <typename Acc, int NS, bool kParts> __host__ __device__ constexpr int axpy_unroll() {
   return !kParts && (sizeof(Acc) == 4 || NS <= 4) ? 16 : 8;
