@@ -4,14 +4,9 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I cutlass_glue/include -cudart static bench/floor/harness.cu
 #define CUTLASS_AOT_DEVICE_PASS 1
 #include "cutlass_aot/skinny.cuh"
-#include <algorithm>
 #include <cstdio>
-#include <cuda_runtime.h>
+#include "timing.cuh"
 
-__global__ void spin(long long ns) {
-  long long start = clock64();
-  while ((clock64() - start) < ns * 2) {}
-}
 __global__ void empty() {}
 __global__ void empty_smem32k(float* out) {
   __shared__ float s[8192];
@@ -30,21 +25,8 @@ __global__ void load_sync_load(const float* x, const float* y, float* out) {
   out[threadIdx.x] = x[threadIdx.x] * s[255 - threadIdx.x];
 }
 
-template <typename F> float time_us(F launch) {
-  cudaEvent_t ev[51];
-  for (auto& e : ev) cudaEventCreate(&e);
-  for (int i = 0; i < 5; ++i) launch();
-  cudaDeviceSynchronize();
-  spin<<<1, 1>>>(1000000);
-  cudaEventRecord(ev[0]);
-  for (int i = 0; i < 50; ++i) { launch(); cudaEventRecord(ev[i + 1]); }
-  cudaEventSynchronize(ev[50]);
-  float t[50];
-  for (int i = 0; i < 50; ++i) { cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]); t[i] *= 1000; }
-  std::sort(t, t + 50);
-  for (auto& e : ev) cudaEventDestroy(e);
-  return t[25];
-}
+// 50 launches after 5 warm-up ones.
+template <typename F> float time_us50(F launch) { return time_us(launch, 50, 5); }
 
 int main() {
   float *x, *y, *out; int* idx;
@@ -54,23 +36,23 @@ int main() {
     printf("{\"kernel\":\"%s\",\"threads\":%d,\"us\":%.2f}\n", name, threads, us);
   };
   for (int threads : {32, 128, 256}) {
-    row("empty", threads, time_us([&] { empty<<<1, threads>>>(); }));
-    row("one_load", threads, time_us([&] { one_load<<<1, threads>>>(x, out); }));
-    row("two_dependent_loads", threads, time_us([&] { two_loads<<<1, threads>>>(x, idx, out); }));
-    row("load_sync_load", threads, time_us([&] { load_sync_load<<<1, threads>>>(x, y, out); }));
+    row("empty", threads, time_us50([&] { empty<<<1, threads>>>(); }));
+    row("one_load", threads, time_us50([&] { one_load<<<1, threads>>>(x, out); }));
+    row("two_dependent_loads", threads, time_us50([&] { two_loads<<<1, threads>>>(x, idx, out); }));
+    row("load_sync_load", threads, time_us50([&] { load_sync_load<<<1, threads>>>(x, y, out); }));
   }
-  row("empty_smem32k", 256, time_us([&] { empty_smem32k<<<1, 256>>>(out); }));
+  row("empty_smem32k", 256, time_us50([&] { empty_smem32k<<<1, 256>>>(out); }));
   // The crate's skinny kernels on out (2 x 1) = X (2 x 2) * Y (2 x 1), f32, both forms.
   cutlass_aot_skinny_args a{};
   a.rows = 2; a.cols = 1; a.depth = 2; a.batch = 1; a.alpha = 1; a.beta = 0; a.slices = 1; a.slice_depth = 2;
   a.x.base = (uint64_t)x; a.y.base = (uint64_t)y; a.d.base = (uint64_t)out; a.c = a.d;
   a.x.row_stride = 2; a.x.col_stride = 1; a.y.row_stride = 1; a.y.col_stride = 1; a.d.row_stride = 1; a.d.col_stride = 1;
   void* params[] = {&a};
-  row("skinny_dot_f32_n1 2x1x2", 256, time_us([&] { cudaLaunchKernel((void*)cutlass_aot_skinny_dot_f32_n1, dim3(1), dim3(256), params, 0, 0); }));
+  row("skinny_dot_f32_n1 2x1x2", 256, time_us50([&] { cudaLaunchKernel((void*)cutlass_aot_skinny_dot_f32_n1, dim3(1), dim3(256), params, 0, 0); }));
   cutlass_aot_skinny_args b = a;
   b.x.row_stride = 1; b.x.col_stride = 2;
   void* params_b[] = {&b};
-  row("skinny_axpy_f32_n1 2x1x2", 128, time_us([&] { cudaLaunchKernel((void*)cutlass_aot_skinny_axpy_f32_n1, dim3(1), dim3(128), params_b, 0, 0); }));
+  row("skinny_axpy_f32_n1 2x1x2", 128, time_us50([&] { cudaLaunchKernel((void*)cutlass_aot_skinny_axpy_f32_n1, dim3(1), dim3(128), params_b, 0, 0); }));
   cudaError_t st = cudaDeviceSynchronize();
   fprintf(stderr, "%s\n", cudaGetErrorString(st));
 }

@@ -6,13 +6,10 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I cutlass_glue/include -cudart static bench/floor/tiny.cu
 #define CUTLASS_AOT_DEVICE_PASS 1
 #include "cutlass_aot/skinny.cuh"
-#include <algorithm>
 #include <cstdio>
 #include <string>
-#include <cuda_runtime.h>
+#include "timing.cuh"
 using namespace cutlass_aot_skinny;
-
-__global__ void spin(long long ns) { long long s = clock64(); while ((clock64() - s) < ns * 2) {} }
 
 template <typename T> __global__ void fill(T* p, int64_t n, uint32_t seed) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -93,8 +90,6 @@ template <typename T, typename Acc> void run(const char* dt, std::string lay, in
   ref<T><<<256, 256>>>(a.x, a.y, R, m, n, k, batch);
   void* params[] = {&a};
   const int64_t outputs = m * n * batch;
-  cudaEvent_t ev[31];
-  for (auto& e : ev) cudaEventCreate(&e);
   for (int variant = 0; variant < 2; ++variant) {
     void* f = variant ? (void*)tiny_warp<T, T, Acc> : (void*)tiny_thread<T, T, Acc>;
     int64_t per_block = variant ? 4 : 128;
@@ -102,20 +97,11 @@ template <typename T, typename Acc> void run(const char* dt, std::string lay, in
     auto launch = [&] { cudaLaunchKernel(f, dim3(blocks), dim3(128), params, 0, 0); };
     launch(); cudaDeviceSynchronize();
     cudaMemset(E, 0, 16); err<T><<<256, 256>>>(a.d, R, m, n, batch, E); double h[2]; cudaMemcpy(h, E, 16, cudaMemcpyDeviceToHost);
-    for (int i = 0; i < 3; ++i) launch();
-    cudaDeviceSynchronize();
-    spin<<<1, 1>>>(1000000);
-    cudaEventRecord(ev[0]);
-    for (int i = 0; i < 30; ++i) { launch(); cudaEventRecord(ev[i + 1]); }
-    cudaEventSynchronize(ev[30]);
-    float t[30];
-    for (int i = 0; i < 30; ++i) { cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]); t[i] *= 1000; }
-    std::sort(t, t + 30);
+    const float us = time_us(launch, 30, 3);
     cudaError_t st = cudaGetLastError();
     printf("{\"dtype\":\"%s\",\"layout\":\"%s\",\"m\":%ld,\"n\":%ld,\"k\":%ld,\"batch\":%ld,\"variant\":\"%s\",\"us\":%.2f,\"rel\":%.3g,\"status\":\"%s\"}\n",
-           dt, lay.c_str(), m, n, k, batch, variant ? "warp" : "thread", t[15], sqrt(h[0] / (h[1] + 1e-300)), cudaGetErrorString(st));
+           dt, lay.c_str(), m, n, k, batch, variant ? "warp" : "thread", us, sqrt(h[0] / (h[1] + 1e-300)), cudaGetErrorString(st));
   }
-  for (auto& e : ev) cudaEventDestroy(e);
   cudaFree(A); cudaFree(B); cudaFree(D); cudaFree(R); cudaFree(E);
 }
 

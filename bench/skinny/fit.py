@@ -79,13 +79,14 @@ def main():
     rows = [r for r in rows if r.get("set") != "losers"]
     good = [r for r in rows if r["status"] == "no error" and r["rel"] < (1e-2 if ELEMENT_BYTES[r["dtype"]] == 2 else 1e-5)]
     print(f"{len(good)} of {len(rows)} timings verified")
-    random.seed(int(dict(a.split("=") for a in sys.argv if "=" in a).get("seed", 3)))
+    options = dict(a.split("=", 1) for a in sys.argv[2:] if "=" in a)
+    random.seed(int(options.get("seed", 3)))
     for form, c in CONSTANTS.items():
         subset = [r for r in good if r["form"] == form]
         best = rms(c, form, subset)
         print(f"{form:<7} {len(subset):4} timings, RMS log error {best:.3f} with {c}")
         if "--refit" in sys.argv:
-            for _ in range(int(dict(a.split('=') for a in sys.argv if '=' in a).get('trials', 6000))):
+            for _ in range(int(options.get("trials", 6000))):
                 trial = dict(c)
                 key = random.choice(list(trial))
                 trial[key] = max(1, trial[key] * math.exp(random.gauss(0, 0.2)))
