@@ -365,6 +365,14 @@ fn staging_beats_a_slower_direct_kernel() {
 
 /// The skinny ways of a problem: `(form, orientation, split)` of each.
 fn skinny_ways(signature: Signature, operands: &GemmOperands) -> Vec<(Form, Orientation, usize)> {
+    all_skinny_ways(signature, operands)
+        .into_iter()
+        .filter(|(form, ..)| !form.is_tiny())
+        .collect()
+}
+
+/// [`skinny_ways`] with the tiny forms.
+fn all_skinny_ways(signature: Signature, operands: &GemmOperands) -> Vec<(Form, Orientation, usize)> {
     dispatch::ways(
         common::gemm_registry(),
         signature,
@@ -428,6 +436,30 @@ fn skinny_ways_follow_the_narrow_side_and_the_layout() {
     assert!(ways.iter().any(|w| w.0 == Form::Dot) && ways.iter().any(|w| w.0 == Form::Tensor));
     let (sig, ops) = problem(DType::Bf16, TN, (2000, 65, 512, 1), 0, 0);
     assert!(skinny_ways(sig, &ops).is_empty());
+}
+
+/// The tiny forms take any shape in either orientation, unsplit: a warp per output where there
+/// are at most 65,536 outputs, a thread per output where K is at most 64.
+#[test]
+fn tiny_ways_are_offered_for_few_outputs_or_short_depth() {
+    if !cutlass_aot::kernels::IMAGE_SUPPORT.has_code() {
+        return;
+    }
+    let tiny = |m, n, k| {
+        let (sig, ops) = problem(DType::F32, TN, (m, n, k, 1), 0, 0);
+        let mut ways: Vec<_> = all_skinny_ways(sig, &ops)
+            .into_iter()
+            .filter(|(form, ..)| form.is_tiny())
+            .collect();
+        assert!(ways.iter().all(|w| w.2 == 1), "{ways:?}");
+        ways.sort_by_key(|w| format!("{w:?}"));
+        ways.into_iter().map(|w| (w.0, w.1)).collect::<Vec<_>>()
+    };
+    let both = |form| [(form, Orientation::AsGiven), (form, Orientation::Transposed)];
+    assert_eq!(tiny(300, 200, 1000), both(Form::TinyWarp));
+    assert_eq!(tiny(3000, 2000, 64), both(Form::TinyThread));
+    assert!(tiny(3000, 2000, 65).is_empty());
+    assert_eq!(tiny(30, 20, 10).len(), 4);
 }
 
 /// A decode-like product with a misaligned K runs on a skinny kernel: CUTLASS's kernels would read

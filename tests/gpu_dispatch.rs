@@ -131,6 +131,16 @@ const SKINNY_CASES: &[(Case, &[usize])] = &[
         &[1, 64],
     ),
     (case("skinny_m1", (1, 1000, 77, 1)), &[1, 2]),
+    // Short depth: the tiny forms' thread per output, misaligned and batched with C.
+    (
+        Case {
+            beta: 0.75,
+            pad: 1,
+            offset: 1,
+            ..case("tiny_short_k", (37, 300, 19, 2))
+        },
+        &[1],
+    ),
     // 64 slices of 2325: rounding up leaves the last slice nothing (63 run).
     (case("skinny_ragged_slices", (10, 3001, 2325, 1)), &[64]),
     // Wider: the CUDA-core kernels in groups of 16 columns (the last one ragged), the tensor-core
@@ -249,8 +259,39 @@ fn tolerance(dtype: DType, policy: Policy) -> f64 {
 /// Which skinny kernels a test forces dispatch onto, and at what split of K.
 #[derive(Clone, Copy, Debug)]
 struct Forced {
-    tensor: bool,
+    kind: Kind,
     slices: usize,
+}
+
+/// The skinny forms a test forces, by what they run on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// The dot or axpy form (X's layout decides).
+    CudaCores,
+    Tensor,
+    TinyThread,
+    TinyWarp,
+}
+
+impl Kind {
+    fn of(form: dispatch::skinny::Form) -> Kind {
+        use dispatch::skinny::Form;
+        match form {
+            Form::Dot | Form::Axpy => Kind::CudaCores,
+            Form::Tensor => Kind::Tensor,
+            Form::TinyThread => Kind::TinyThread,
+            Form::TinyWarp => Kind::TinyWarp,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::CudaCores => "cuda_cores",
+            Kind::Tensor => "tensor",
+            Kind::TinyThread => "tiny_thread",
+            Kind::TinyWarp => "tiny_warp",
+        }
+    }
 }
 
 /// A way forced by a table: a skinny kernel at a split, or a kernel after staging A and B into
@@ -267,10 +308,7 @@ impl Force {
     fn takes(self, w: &Candidate<dispatch::GemmWay>) -> bool {
         let form = dispatch::skinny::skinny_of(w.kernel).map(|(_, form)| form);
         match self {
-            Force::Skinny(force) => {
-                let tensor = form == Some(dispatch::skinny::Form::Tensor);
-                form.is_some() && tensor == force.tensor && w.split_k == force.slices
-            }
+            Force::Skinny(force) => form.map(Kind::of) == Some(force.kind) && w.split_k == force.slices,
             Force::Staged(layouts) => {
                 form.is_none() && w.way.staged.is_some_and(|[la, lb, _]| [la, lb] == layouts)
             }
@@ -284,10 +322,7 @@ impl Force {
             .and_then(dispatch::skinny::skinny_of)
             .map(|(_, form)| form);
         match self {
-            Force::Skinny(force) => {
-                let tensor = form == Some(dispatch::skinny::Form::Tensor);
-                form.is_some() && tensor == force.tensor && ran.split_k == force.slices
-            }
+            Force::Skinny(force) => form.map(Kind::of) == Some(force.kind) && ran.split_k == force.slices,
             Force::Staged(_) => form.is_none() && !ran.staged.is_empty(),
         }
     }
@@ -605,15 +640,25 @@ fn main() {
                         );
                         let sixteen_bit = matches!(dtype, DType::F16 | DType::Bf16);
                         let streaming = c.m.min(c.n) <= dispatch::skinny::MAX_COLS;
-                        for tensor in [false, true] {
-                            if (tensor && !sixteen_bit) || (!tensor && !streaming) {
+                        for kind in [Kind::CudaCores, Kind::Tensor, Kind::TinyThread, Kind::TinyWarp] {
+                            // As dispatch offers them: the tiny forms unsplit, a thread per output
+                            // over short depth, a warp per output over few outputs.
+                            let offered = match kind {
+                                Kind::CudaCores => streaming,
+                                Kind::Tensor => sixteen_bit,
+                                Kind::TinyThread => c.k <= 64,
+                                Kind::TinyWarp => c.m * c.n * c.batch <= 1 << 16,
+                            };
+                            if !offered {
                                 continue;
                             }
-                            let kind = if tensor { "tensor" } else { "cuda_cores" };
                             // Slices at least 32 deep (64 for the tensor form), as dispatch offers them.
-                            let min_depth = if tensor { 64 } else { 32 };
-                            for &slices in splits.iter().filter(|&&s| s == 1 || c.k / s >= min_depth) {
-                                let force = Some(Force::Skinny(Forced { tensor, slices }));
+                            let min_depth = if kind == Kind::Tensor { 64 } else { 32 };
+                            let tiny = matches!(kind, Kind::TinyThread | Kind::TinyWarp);
+                            let kept = |&&s: &&usize| s == 1 || (!tiny && c.k / s >= min_depth);
+                            for &slices in splits.iter().filter(kept) {
+                                let force = Some(Force::Skinny(Forced { kind, slices }));
+                                let kind = kind.name();
                                 add(
                                     format!("{name}_forced_{kind}_split_{slices}"),
                                     Box::new(move |ctx| {

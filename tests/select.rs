@@ -108,10 +108,11 @@ fn embedded_skinny_rows_match_the_kernels_they_name() {
             seen.insert(row.kernel.name);
         }
     }
-    // The tables time the skinny kernels of every type the sweeps draw.
+    // The tables time the skinny kernels of every type the sweeps draw (the tiny forms, calibrated
+    // apart on their own model, are not timed yet).
     for (kernel, ..) in KERNELS
         .iter()
-        .filter(|(k, ..)| k.gemm().a.element == k.gemm().c.element)
+        .filter(|(k, _, form)| k.gemm().a.element == k.gemm().c.element && !form.is_tiny())
     {
         assert!(
             seen.contains(kernel.name),

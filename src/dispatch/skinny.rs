@@ -18,8 +18,8 @@ use crate::model::{
 use crate::select::cost::Work;
 use crate::select::Candidate;
 use crate::support::skinny::{
-    dot_rows_per_block, Skinny, AXPY_ROWS_PER_BLOCK, GROUP_COLS, MAX_TENSOR_COLS, MIN_TENSOR_COLS,
-    TENSOR_ROWS_PER_BLOCK,
+    dot_rows_per_block, tiny_outputs_per_block, Skinny, AXPY_ROWS_PER_BLOCK, GROUP_COLS, MAX_TENSOR_COLS,
+    MIN_TENSOR_COLS, TENSOR_ROWS_PER_BLOCK, TINY_MAX_BLOCKS,
 };
 pub use crate::support::skinny::{Elements, Form, MAX_COLS};
 use crate::support::View;
@@ -121,6 +121,41 @@ static TENSOR: CustomDesign = CustomDesign {
     ..AXPY
 };
 
+/// The tiny forms' view for the cost model (`select::cost::tiny_seconds`): a fixed time, a time
+/// per step along depth of each pass over the outputs (a thread's step is one element, a warp's
+/// 32), and a time per output; least squares on prototype timings of the first held-out set's
+/// small problems (RMS log error 0.36 / 0.29 thread, 0.15 / 0.26 warp on that set / the second).
+/// No table times them: they are calibrated apart (`family`) and estimated by this model alone.
+macro_rules! tiny_design {
+    ($per_block:expr, $lanes:literal, $fit:expr, $family:literal) => {
+        CustomDesign {
+            tile: Shape3::new(1, 1, 1),
+            values: &[
+                ("tiny_outputs_per_block", DesignValue::Int($per_block as i64)),
+                ("tiny_lanes", DesignValue::Int($lanes)),
+                ("tiny_max_blocks", DesignValue::Int(TINY_MAX_BLOCKS as i64)),
+                ("ns_fixed", DesignValue::Int($fit[0])),
+                ("ps_per_step", DesignValue::Int($fit[1])),
+                ("fs_per_output", DesignValue::Int($fit[2])),
+                ("family", DesignValue::Word($family)),
+            ],
+            ..AXPY
+        }
+    };
+}
+static TINY_THREAD: CustomDesign = tiny_design!(
+    tiny_outputs_per_block(Form::TinyThread),
+    1,
+    [4498, 49360, 9400],
+    "tiny_thread"
+);
+static TINY_WARP: CustomDesign = tiny_design!(
+    tiny_outputs_per_block(Form::TinyWarp),
+    32,
+    [4661, 57620, 272600],
+    "tiny_warp"
+);
+
 macro_rules! kernel {
     ($static:ident, $name:literal, $design:ident, $a:ident, $c:ident, $acc:ident, $layout_a:ident) => {
         #[doc = concat!("The skinny kernel `cutlass_aot_skinny_", $name, "` (selection tables' rows name it).")]
@@ -177,9 +212,85 @@ kernel!(TENSOR_F16, "tensor_f16", TENSOR, F16, F16, F32, Row);
 kernel!(TENSOR_BF16, "tensor_bf16", TENSOR, Bf16, Bf16, F32, Row);
 kernel!(TENSOR_F16_F32, "tensor_f16_f32", TENSOR, F16, F32, F32, Row);
 kernel!(TENSOR_BF16_F32, "tensor_bf16_f32", TENSOR, Bf16, F32, F32, Row);
+kernel!(
+    TINY_THREAD_F16,
+    "tiny_thread_f16",
+    TINY_THREAD,
+    F16,
+    F16,
+    F32,
+    Row
+);
+kernel!(
+    TINY_THREAD_BF16,
+    "tiny_thread_bf16",
+    TINY_THREAD,
+    Bf16,
+    Bf16,
+    F32,
+    Row
+);
+kernel!(
+    TINY_THREAD_F32,
+    "tiny_thread_f32",
+    TINY_THREAD,
+    F32,
+    F32,
+    F32,
+    Row
+);
+kernel!(
+    TINY_THREAD_F64,
+    "tiny_thread_f64",
+    TINY_THREAD,
+    F64,
+    F64,
+    F64,
+    Row
+);
+kernel!(
+    TINY_THREAD_F16_F32,
+    "tiny_thread_f16_f32",
+    TINY_THREAD,
+    F16,
+    F32,
+    F32,
+    Row
+);
+kernel!(
+    TINY_THREAD_BF16_F32,
+    "tiny_thread_bf16_f32",
+    TINY_THREAD,
+    Bf16,
+    F32,
+    F32,
+    Row
+);
+kernel!(TINY_WARP_F16, "tiny_warp_f16", TINY_WARP, F16, F16, F32, Row);
+kernel!(TINY_WARP_BF16, "tiny_warp_bf16", TINY_WARP, Bf16, Bf16, F32, Row);
+kernel!(TINY_WARP_F32, "tiny_warp_f32", TINY_WARP, F32, F32, F32, Row);
+kernel!(TINY_WARP_F64, "tiny_warp_f64", TINY_WARP, F64, F64, F64, Row);
+kernel!(
+    TINY_WARP_F16_F32,
+    "tiny_warp_f16_f32",
+    TINY_WARP,
+    F16,
+    F32,
+    F32,
+    Row
+);
+kernel!(
+    TINY_WARP_BF16_F32,
+    "tiny_warp_bf16_f32",
+    TINY_WARP,
+    Bf16,
+    F32,
+    F32,
+    Row
+);
 
 /// Every skinny kernel with its element types and form.
-pub static KERNELS: [(&KernelInfo, Elements, Form); 16] = [
+pub static KERNELS: [(&KernelInfo, Elements, Form); 28] = [
     (&DOT_F16, Elements::F16, Form::Dot),
     (&DOT_BF16, Elements::Bf16, Form::Dot),
     (&DOT_F32, Elements::F32, Form::Dot),
@@ -196,6 +307,18 @@ pub static KERNELS: [(&KernelInfo, Elements, Form); 16] = [
     (&TENSOR_BF16, Elements::Bf16, Form::Tensor),
     (&TENSOR_F16_F32, Elements::F16F32, Form::Tensor),
     (&TENSOR_BF16_F32, Elements::Bf16F32, Form::Tensor),
+    (&TINY_THREAD_F16, Elements::F16, Form::TinyThread),
+    (&TINY_THREAD_BF16, Elements::Bf16, Form::TinyThread),
+    (&TINY_THREAD_F32, Elements::F32, Form::TinyThread),
+    (&TINY_THREAD_F64, Elements::F64, Form::TinyThread),
+    (&TINY_THREAD_F16_F32, Elements::F16F32, Form::TinyThread),
+    (&TINY_THREAD_BF16_F32, Elements::Bf16F32, Form::TinyThread),
+    (&TINY_WARP_F16, Elements::F16, Form::TinyWarp),
+    (&TINY_WARP_BF16, Elements::Bf16, Form::TinyWarp),
+    (&TINY_WARP_F32, Elements::F32, Form::TinyWarp),
+    (&TINY_WARP_F64, Elements::F64, Form::TinyWarp),
+    (&TINY_WARP_F16_F32, Elements::F16F32, Form::TinyWarp),
+    (&TINY_WARP_BF16_F32, Elements::Bf16F32, Form::TinyWarp),
 ];
 
 /// The skinny kernel's element types and form, if `kernel` is one.
@@ -247,15 +370,20 @@ pub fn ways(
             Layout::Row => Form::Dot,
             _ => Form::Axpy,
         };
-        for form in [layout_form, Form::Tensor] {
+        for form in [layout_form, Form::Tensor, Form::TinyThread, Form::TinyWarp] {
             let (a, b, c) = (oriented.element_a, oriented.element_b, oriented.element_c);
             let Some(kernel) = kernel_for(a, b, c, form) else {
                 continue;
             };
-            if oriented.n > form.max_cols() || !policy.allows(kernel) {
+            if oriented.n > form.max_cols() || !policy.allows(kernel) || !tiny_enough(form, &oriented) {
                 continue;
             }
+            // The tiny forms' model is fitted on few problems: they must be estimated clearly faster.
+            let margin = if form.is_tiny() { TINY_MARGIN } else { 1.0 };
             for slices in SLICES {
+                if slices > 1 && form.is_tiny() {
+                    break;
+                }
                 if slices > 1 && oriented.k / slices < min_slice_depth(form) {
                     break;
                 }
@@ -268,12 +396,27 @@ pub fn ways(
                     },
                     key,
                     work: work.clone(),
-                    margin: 1.0,
+                    margin,
                 });
             }
         }
     }
     out
+}
+
+/// Factor on the tiny forms' estimates.
+const TINY_MARGIN: f64 = 1.1;
+
+/// Whether `form` is offered for `problem`: the other forms always; a thread per output where
+/// depth is short (each thread walks all of it), a warp per output where the outputs are few
+/// (each walks its row of X and column of Y).
+fn tiny_enough(form: Form, problem: &GemmProblem) -> bool {
+    let outputs = problem.m * problem.n * problem.batch_count.max(1);
+    match form {
+        Form::TinyThread => problem.k <= 64,
+        Form::TinyWarp => outputs <= 1 << 16,
+        _ => true,
+    }
 }
 
 /// The view of `operand` laid out as `layout`, read transposed when `transposed`.
@@ -404,6 +547,29 @@ mod tests {
         let floor = vector.bytes / 2.6e12;
         assert!(kernel_seconds(&AXPY_F16, &vector, 1, 132) >= floor);
         assert!(kernel_seconds(&AXPY_F16, &vector, 1, 132) < 2.0 * floor + 1e-5);
+    }
+
+    /// The tiny forms: a tiny product costs about the fixed floor, each pass's steps add, and the
+    /// thread form walks depth one element a step where the warp form walks 32.
+    #[test]
+    fn the_tiny_model_prices_steps_and_passes() {
+        let thread = |m, n, k| kernel_seconds(&TINY_THREAD_F16, &work(m, n, k), 1, 132);
+        let warp = |m, n, k| kernel_seconds(&TINY_WARP_F16, &work(m, n, k), 1, 132);
+        assert!((4e-6..6e-6).contains(&thread(2, 1, 2)), "{}", thread(2, 1, 2));
+        assert!(warp(5, 4, 353) < thread(5, 4, 353));
+        assert!(thread(38001, 5, 1) < warp(38001, 5, 1));
+        // 2,112 blocks of 4 outputs run at once; 33,792 outputs take four passes.
+        let passes = (warp(4, 8448, 3200) - 4.661e-6) / (warp(4, 2112, 3200) - 4.661e-6);
+        assert!((3.5..4.5).contains(&passes), "{passes}");
+        // Offered only where they can be fast.
+        let problem = |m, n, k| {
+            let row = Layout::Row;
+            GemmProblem::new((m, n, k), (DType::F16, DType::F16, DType::F16), (row, row, row))
+        };
+        assert!(tiny_enough(Form::TinyThread, &problem(9000, 9000, 64)));
+        assert!(!tiny_enough(Form::TinyThread, &problem(2, 2, 65)));
+        assert!(tiny_enough(Form::TinyWarp, &problem(2, 2, 65)));
+        assert!(!tiny_enough(Form::TinyWarp, &problem(257, 256, 1)));
     }
 
     /// The axpy form's threads split the depth below a block of rows: a deep product of a few rows

@@ -36,6 +36,8 @@ struct Family {
     arch: u32,
     /// Not a CUTLASS kernel (the crate's skinny GEMMs): no CUTLASS rows stand in for it.
     custom: bool,
+    /// A design calibrated apart (its `family` value): no other kernels' rows stand in for it.
+    apart: Option<&'static str>,
 }
 
 impl Family {
@@ -46,6 +48,13 @@ impl Family {
             element: kernel.operation.gemm_operands().map(|g| g.a.element),
             arch: kernel.min_compute_capability,
             custom: matches!(kernel.design, crate::model::Design::Custom(_)),
+            apart: match kernel.design {
+                crate::model::Design::Custom(design) => match design.value("family") {
+                    Some(crate::model::custom::DesignValue::Word(family)) => Some(family),
+                    _ => None,
+                },
+                _ => None,
+            },
         }
     }
 }

@@ -93,6 +93,9 @@ const F16_MACS_PER_SM_SECOND: f64 = 3.7e12;
 /// `multiprocessors` SMs: the kernel alone (no `extra_seconds`).
 pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiprocessors: u32) -> f64 {
     if let Design::Custom(design) = kernel.design {
+        if let Some(seconds) = tiny_seconds(design, work, multiprocessors) {
+            return seconds;
+        }
         if let Some(seconds) = streaming_seconds(design, work, slices, multiprocessors) {
             return seconds;
         }
@@ -233,6 +236,31 @@ pub fn gemm_bytes(piece: Piece, bits: [u32; 3], reads_c: bool) -> f64 {
 
 /// Bandwidth a streaming kernel reaches on its bytes (an H100's, measured on skinny GEMMs).
 const STREAMING_BYTES_PER_SECOND: f64 = 2.6e12;
+
+/// The time of a tiny kernel (`dispatch::skinny`'s tiny forms: a thread or a warp per output, in
+/// passes of `tiny_outputs_per_block` × resident blocks): `ns_fixed`, plus `ps_per_step` for each
+/// step of each pass (a step: `tiny_lanes` elements of depth), plus `fs_per_output`; never under
+/// its bytes at streaming bandwidth. `None` for a design without them.
+pub fn tiny_seconds(design: &CustomDesign, work: &Work, multiprocessors: u32) -> Option<f64> {
+    let value = |name: &str| match design.value(name)? {
+        crate::model::custom::DesignValue::Int(v) => Some(v.max(0) as f64),
+        crate::model::custom::DesignValue::Word(_) => None,
+    };
+    let per_block = value("tiny_outputs_per_block")?.max(1.0);
+    let lanes = value("tiny_lanes")?.max(1.0);
+    let slots = value("tiny_max_blocks")?
+        .min(16.0 * multiprocessors.max(1) as f64)
+        .max(1.0);
+    let (fixed, per_step, per_output) = (value("ns_fixed")?, value("ps_per_step")?, value("fs_per_output")?);
+    let mut seconds = 0.0;
+    for p in work.launches.iter().flatten() {
+        let outputs = (p.m * p.n * p.batch.max(1)) as f64;
+        let passes = ((outputs / per_block).ceil() / slots).ceil();
+        let steps = (p.k as f64 / lanes).ceil();
+        seconds += fixed * 1e-9 + passes * steps * per_step * 1e-12 + outputs * per_output * 1e-15;
+    }
+    Some(seconds.max(work.bytes / STREAMING_BYTES_PER_SECOND))
+}
 
 /// The time of a streaming kernel (the crate's skinny GEMMs, `dispatch::skinny`) on `work`, from the
 /// throughput its design states: blocks of `rows_per_block` rows, `blocks_per_sm` resident per SM,

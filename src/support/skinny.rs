@@ -24,6 +24,18 @@ pub const AXPY_THREADS: u32 = 128;
 pub const AXPY_ROWS_PER_BLOCK: usize = 256;
 pub const TENSOR_THREADS: u32 = 256;
 pub const TENSOR_ROWS_PER_BLOCK: usize = 128;
+pub const TINY_THREADS: u32 = 128;
+/// Blocks a tiny launch runs at most (its kernels loop over the outputs): 16 resident on each of
+/// an H100's 132 SMs.
+pub const TINY_MAX_BLOCKS: usize = 132 * 16;
+
+/// Outputs one block of a tiny form computes at once: a thread's each, or a warp's each.
+pub const fn tiny_outputs_per_block(form: Form) -> usize {
+    match form {
+        Form::TinyWarp => TINY_THREADS as usize / 32,
+        _ => TINY_THREADS as usize,
+    }
+}
 
 /// Rows one block of the dot form computes: 8 warps of 4 rows (2 with f64 accumulators).
 pub const fn dot_rows_per_block(accumulator_bytes: usize) -> usize {
@@ -43,6 +55,10 @@ pub enum Form {
     Axpy,
     /// Either layout, staged through shared memory into tensor-core fragments (16-bit X and Y).
     Tensor,
+    /// Any shape and layout, a thread per output: tiny products (no staging, no split).
+    TinyThread,
+    /// Any shape and layout, a warp per output with its lanes along depth: tiny products.
+    TinyWarp,
 }
 
 impl Form {
@@ -50,8 +66,14 @@ impl Form {
     pub const fn max_cols(self) -> usize {
         match self {
             Form::Tensor => MAX_TENSOR_COLS,
+            Form::TinyThread | Form::TinyWarp => usize::MAX,
             _ => MAX_COLS,
         }
+    }
+
+    /// Whether the form is a tiny one (any shape, one launch, no split).
+    pub const fn is_tiny(self) -> bool {
+        matches!(self, Form::TinyThread | Form::TinyWarp)
     }
 }
 
@@ -139,16 +161,21 @@ impl Skinny {
         let walks = match form {
             Form::Dot => self.x.col_stride == 1,
             Form::Axpy => self.x.row_stride == 1,
-            Form::Tensor => true,
+            Form::Tensor | Form::TinyThread | Form::TinyWarp => true,
         };
-        let fits = walks && self.cols <= form.max_cols() && (1..=65535).contains(&self.slices);
+        let slices_fit = if form.is_tiny() {
+            self.slices == 1
+        } else {
+            (1..=65535).contains(&self.slices)
+        };
+        let fits = walks && self.cols <= form.max_cols() && slices_fit;
         let Some(entry) = entry(self.elements, form, self.cols).filter(|_| fits) else {
             return Err(Error::invalid(
                 "skinny GEMM",
                 format!(
                     "{:?} form of {:?} on X strides ({}, {}), {} columns, {} slices: the dot form reads rows \
                      contiguous along depth, the axpy form columns contiguous along rows, the tensor form 16-bit \
-                     operands; at most {} columns; 1 to 65535 slices",
+                     operands; at most {} columns; 1 to 65535 slices (the tiny forms: 1)",
                     form,
                     self.elements,
                     self.x.row_stride,
@@ -178,14 +205,20 @@ impl Skinny {
             slices: slices as i32,
             reserved: 0,
         };
+        if form.is_tiny() {
+            let outputs = self.rows * self.cols * self.batch;
+            let per_block = tiny_outputs_per_block(form);
+            let blocks = outputs.div_ceil(per_block).min(TINY_MAX_BLOCKS) as u32;
+            return unsafe { launch_grid(stream, entry, &args, (blocks, 1, 1), (TINY_THREADS, 1, 1)) };
+        }
         let (rows_per_block, threads) = match form {
             Form::Dot => (dot_rows_per_block(self.elements.accumulator_bytes()), DOT_THREADS),
             Form::Axpy => (AXPY_ROWS_PER_BLOCK, AXPY_THREADS),
-            Form::Tensor => (TENSOR_ROWS_PER_BLOCK, TENSOR_THREADS),
+            _ => (TENSOR_ROWS_PER_BLOCK, TENSOR_THREADS),
         };
         let groups = match form {
-            Form::Tensor => 1,
-            _ => self.cols.div_ceil(GROUP_COLS),
+            Form::Dot | Form::Axpy => self.cols.div_ceil(GROUP_COLS),
+            _ => 1,
         };
         let blocks = self.rows.div_ceil(rows_per_block) * groups;
         if blocks > i32::MAX as usize {
@@ -255,6 +288,8 @@ fn entry(elements: Elements, form: Form, cols: usize) -> Option<&'static CStr> {
                 Form::Dot => Some(widths!("dot", $name)),
                 Form::Axpy => Some(widths!("axpy", $name)),
                 Form::Tensor => $tensor,
+                Form::TinyThread => Some(name!("cutlass_aot_skinny_tiny_thread_", $name)),
+                Form::TinyWarp => Some(name!("cutlass_aot_skinny_tiny_warp_", $name)),
             }
         };
     }
@@ -313,6 +348,14 @@ mod tests {
         assert_eq!(
             name(Elements::Bf16, Form::Tensor, 33),
             Some("cutlass_aot_narrow_bf16_n64")
+        );
+        assert_eq!(
+            name(Elements::F64, Form::TinyWarp, 1000),
+            Some("cutlass_aot_skinny_tiny_warp_f64")
+        );
+        assert!(
+            source.contains("cutlass_aot_skinny_tiny_thread_##NAME")
+                && source.contains("kTinyThreads = 128;")
         );
         let narrow = include_str!("../../codegen/cutlass_glue/include/cutlass_aot/narrow.cuh");
         for tag in ["f16", "bf16", "f16_f32", "bf16_f32"] {

@@ -1,6 +1,7 @@
 // Skinny GEMMs (no CUTLASS): out (rows x cols) = alpha * X (rows x depth) * Y (depth x cols)
-// + beta * C for few columns, any strides, alignment or layout: a block computes up to 16 columns,
-// wider products run in groups of 16, each reading X again. Such a product moves X (once per group)
+// + beta * C for few columns, any strides, alignment or layout (and tiny products of any shape,
+// at the end of the file): a block computes up to 16 columns, wider products run in groups of 16,
+// each reading X again. Such a product moves X (once per group)
 // and does a few multiply-adds per element of X: it runs at memory speed on CUDA cores, where a
 // tiled tensor-core kernel computes a mostly empty tile, splits K to find parallelism and, on a
 // misaligned X, reads it two bytes at a time.
@@ -338,6 +339,53 @@ __device__ void reduce(const cutlass_aot_skinny_args& a) {
   }
 }
 
+// Tiny products: no staging, no barrier, a short path. A thread per output (tiny_thread) or a
+// warp per output with its lanes along depth (tiny_warp), outputs in a grid-stride loop over
+// (batch, row, column); where the whole product is a few microseconds' work, the other forms'
+// unrolled paths and staging cost more than it.
+template <typename T, typename TC, typename Acc>
+__device__ __forceinline__ void tiny_store(const cutlass_aot_skinny_args& a, int64_t b, int64_t r, int64_t c, Acc s) {
+  Acc v = Acc(a.alpha) * s;
+  if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, r, c));
+  *const_cast<TC*>(at<TC>(a.d, b, r, c)) = from_acc<TC>(v);
+}
+
+constexpr int kTinyThreads = 128;
+
+template <typename T, typename TC, typename Acc>
+__device__ void tiny_thread(const cutlass_aot_skinny_args& a) {
+  const int64_t per_batch = a.rows * a.cols;
+  for (int64_t o = blockIdx.x * (int64_t)kTinyThreads + threadIdx.x; o < per_batch * a.batch;
+       o += (int64_t)gridDim.x * kTinyThreads) {
+    const int64_t b = o / per_batch, r = (o % per_batch) / a.cols, c = o % a.cols;
+    const T* x = at<T>(a.x, b, r, 0);
+    const T* y = at<T>(a.y, b, 0, c);
+    Acc s = Acc(0);
+#pragma unroll 4
+    for (int64_t k = 0; k < a.depth; ++k) s += to_acc<Acc>(x[k * a.x.col_stride]) * to_acc<Acc>(y[k * a.y.row_stride]);
+    tiny_store<T, TC, Acc>(a, b, r, c, s);
+  }
+}
+
+template <typename T, typename TC, typename Acc>
+__device__ void tiny_warp(const cutlass_aot_skinny_args& a) {
+  constexpr int kWarps = kTinyThreads / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t per_batch = a.rows * a.cols;
+  for (int64_t o = blockIdx.x * (int64_t)kWarps + threadIdx.x / 32; o < per_batch * a.batch;
+       o += (int64_t)gridDim.x * kWarps) {
+    const int64_t b = o / per_batch, r = (o % per_batch) / a.cols, c = o % a.cols;
+    const T* x = at<T>(a.x, b, r, 0);
+    const T* y = at<T>(a.y, b, 0, c);
+    Acc s = Acc(0);
+#pragma unroll 4
+    for (int64_t k = lane; k < a.depth; k += 32) s += to_acc<Acc>(x[k * a.x.col_stride]) * to_acc<Acc>(y[k * a.y.row_stride]);
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffffu, s, d);
+    if (lane == 0) tiny_store<T, TC, Acc>(a, b, r, c, s);
+  }
+}
+
 }  // namespace cutlass_aot_skinny
 
 #define CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, NS)                                                       \
@@ -363,6 +411,14 @@ __device__ void reduce(const cutlass_aot_skinny_args& a) {
   extern "C" __global__ void __launch_bounds__(256) cutlass_aot_skinny_reduce_##NAME(                     \
       const cutlass_aot_skinny_args args) {                                                               \
     cutlass_aot_skinny::reduce<TC, ACC>(args);                                                            \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(128) cutlass_aot_skinny_tiny_thread_##NAME(                \
+      const cutlass_aot_skinny_args args) {                                                               \
+    cutlass_aot_skinny::tiny_thread<T, TC, ACC>(args);                                                    \
+  }                                                                                                       \
+  extern "C" __global__ void __launch_bounds__(128) cutlass_aot_skinny_tiny_warp_##NAME(                  \
+      const cutlass_aot_skinny_args args) {                                                               \
+    cutlass_aot_skinny::tiny_warp<T, TC, ACC>(args);                                                      \
   }
 
 // Names: A/B element, then C/D element where it differs.
