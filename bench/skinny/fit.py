@@ -25,11 +25,26 @@ CONSTANTS = {
     "axpy": {"fs": 487, "fs_col": 30, "ns_block": 3551, "ns_chunk": 1,
              "fs_output": 5991, "fs_output_across": 13219, "ps_staged": 1450},
     "narrow": {"fs": 249, "fs_col": 17, "ns_block": 2928, "ns_chunk": 1866, "fs_output": 3822, "conc": 73},
+    "tiny_thread": {"ns_fixed": 4498, "ps_step": 49360, "fs_output": 9400},
+    "tiny_warp": {"ns_fixed": 4661, "ps_step": 57620, "fs_output": 272600},
 }
+
+
+def tiny_model(c, form, e, rows, cols, k, batch):
+    """Microseconds, as tiny_seconds: a fixed time, the steps of each pass, a time per output."""
+    per_block, lanes = (128, 1) if form == "tiny_thread" else (4, 32)
+    outputs = rows * cols * batch
+    passes = math.ceil(math.ceil(outputs / per_block) / (16 * SMS))
+    steps = math.ceil(k / lanes)
+    t = c["ns_fixed"] * 1e-9 + passes * steps * c["ps_step"] * 1e-12 + outputs * c["fs_output"] * 1e-15
+    moved = (rows * k + k * cols + rows * cols) * e * batch
+    return max(t, moved / BYTES_PER_SECOND) * 1e6
 
 
 def model(c, form, e, rows, cols, k, batch, slices, d_column_major):
     """Microseconds, as streaming_seconds (slices as the launch runs them: none empty)."""
+    if form.startswith("tiny"):
+        return tiny_model(c, form, e, rows, cols, k, batch)
     acc = 8 if e == 8 and form != "narrow" else 4
     if form == "narrow":
         rpb, slots, columns, depth = 128, 3 * SMS, max(16, 1 << (cols - 1).bit_length()), 64
@@ -83,6 +98,8 @@ def main():
     random.seed(int(options.get("seed", 3)))
     for form, c in CONSTANTS.items():
         subset = [r for r in good if r["form"] == form]
+        if not subset:
+            continue
         best = rms(c, form, subset)
         print(f"{form:<7} {len(subset):4} timings, RMS log error {best:.3f} with {c}")
         if "--refit" in sys.argv:

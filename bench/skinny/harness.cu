@@ -1,7 +1,8 @@
 // Times and checks the skinny GEMM kernels (cutlass_aot/skinny.cuh, narrow.cuh) outside the crate:
 // for each problem on stdin ("dtype layout m n k batch", layout = A and B letters, t row-major,
 // n column-major, C row-major) every orientation with at most 64 columns (CUDA-core forms, in
-// groups of 16; tensor form, 16-bit) at every split of K, one JSON line each: the median time of
+// groups of 16; tensor form, 16-bit) at every split of K, and the tiny forms unsplit where
+// dispatch offers them, one JSON line each: the median time of
 // 20 launches (kernel + reduction) with an event between consecutive ones, queued behind a spin
 // kernel, and the relative error against an f64 reference on the GPU. The timings fit the cost
 // constants of dispatch::skinny (bench/skinny/fit.py).
@@ -64,7 +65,7 @@ cutlass_aot_view view(uint64_t base, bool rowmajor, int64_t rows, int64_t cols, 
 }
 cutlass_aot_view tr(cutlass_aot_view v) { std::swap(v.row_stride, v.col_stride); return v; }
 
-template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void* red, void* nar[4], std::string lay, int64_t m, int64_t n, int64_t k, int64_t batch) {
+template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void* red, void* nar[4], void* tiny[2], std::string lay, int64_t m, int64_t n, int64_t k, int64_t batch) {
   T *A, *B, *D; double *R, *E;
   cudaMalloc(&A, sizeof(T) * m * k * batch + 64); cudaMalloc(&B, sizeof(T) * k * n * batch + 64); cudaMalloc(&D, sizeof(T) * m * n * batch + 64);
   cudaMalloc(&R, 8 * m * n * batch); cudaMalloc(&E, 16);
@@ -76,9 +77,12 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
   for (auto& e : ev) cudaEventCreate(&e);
   for (int orient = 0; orient < 2; ++orient) {
     int64_t rows = orient ? n : m, cols = orient ? m : n;
-   for (int kind = 0; kind < 2; ++kind) {
+   for (int kind = 0; kind < 4; ++kind) {
     if (kind == 0 && cols > 64) continue;
     if (kind == 1 && (cols > 64 || nar == nullptr)) continue;
+    // The tiny forms (2: a thread per output, 3: a warp per output) where dispatch offers them.
+    if (kind == 2 && k > 64) continue;
+    if (kind == 3 && rows * cols * batch > (1 << 16)) continue;
     cutlass_aot_skinny_args a{};
     a.x = orient ? tr(vb) : va; a.y = orient ? tr(va) : vb; a.d = orient ? tr(vd) : vd; a.c = a.d;
     a.rows = rows; a.cols = cols; a.depth = k; a.batch = batch; a.alpha = 1; a.beta = 0; a.partials = (uint64_t)partials;
@@ -88,13 +92,19 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
     int64_t rpb = dotform ? 8 * (sizeof(T) == 8 ? 2 : 4) : 256; int threads = dotform ? 256 : 128;
     int nci = cols <= 16 ? 0 : cols <= 32 ? 1 : cols <= 64 ? 2 : 3;
     if (kind == 1) { f = nar[nci]; rpb = 128; threads = 256; nsi = 4 + nci; }
+    if (kind >= 2) { f = tiny[kind - 2]; threads = 128; nsi = 0; }
     for (int slices = 1; slices <= 64; slices *= 2) {
+      if (kind >= 2 && slices > 1) break;
       if (kind == 1 && slices > 1 && k / slices < 64) break;
       if (slices > 1 && k / slices < 32) break;
       a.slices = slices; a.slice_depth = (k + slices - 1) / slices;
       const int64_t groups = kind == 0 ? (cols + 15) / 16 : 1;  // CUDA-core forms: 16 columns a block
-      const unsigned blocks = (unsigned)((rows + rpb - 1) / rpb * groups);
+      unsigned blocks = (unsigned)((rows + rpb - 1) / rpb * groups);
       dim3 grid(blocks, slices, (unsigned)std::min<int64_t>(batch, 65535));
+      if (kind >= 2) {  // as support::skinny launches them: outputs over blocks, at most 132 x 16
+        const int64_t per_block = kind == 2 ? 128 : 4;
+        grid = dim3((unsigned)std::min<int64_t>((rows * cols * batch + per_block - 1) / per_block, 132 * 16), 1, 1);
+      }
       void* params[] = {&a};
       auto launch = [&]() {
         cudaLaunchKernel(f, grid, dim3(threads), params, 0, 0);
@@ -116,13 +126,15 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
       cudaError_t st = cudaGetLastError();
       if (st != cudaSuccess) fprintf(stderr, "%s\n", cudaGetErrorString(st));
       printf("{\"dtype\":\"%s\",\"layout\":\"%s\",\"m\":%ld,\"n\":%ld,\"k\":%ld,\"batch\":%ld,\"orient\":%d,\"form\":\"%s\",\"ns\":%d,\"slices\":%d,\"us\":%.2f,\"rel\":%.3g,\"status\":\"%s\"}\n",
-             dt, lay.c_str(), m, n, k, batch, orient, kind ? "narrow" : dotform ? "dot" : "axpy", 1 << nsi, slices, ms * 1000, sqrt(h[0] / (h[1] + 1e-300)), cudaGetErrorString(st));
+             dt, lay.c_str(), m, n, k, batch, orient, kind == 3 ? "tiny_warp" : kind == 2 ? "tiny_thread" : kind ? "narrow" : dotform ? "dot" : "axpy", 1 << nsi, slices, ms * 1000, sqrt(h[0] / (h[1] + 1e-300)), cudaGetErrorString(st));
     }
    }
   }
   cudaFree(A); cudaFree(B); cudaFree(D); cudaFree(R); cudaFree(E); cudaFree(partials);
   for (auto& e : ev) cudaEventDestroy(e);
 }
+
+#define TINY(NAME) {(void*)cutlass_aot_skinny_tiny_thread_##NAME, (void*)cutlass_aot_skinny_tiny_warp_##NAME}
 
 int main() {
   void* d16[] = NSLIST(f16, dot); void* a16[] = NSLIST(f16, axpy);
@@ -131,13 +143,14 @@ int main() {
   void* d64[] = NSLIST(f64, dot); void* a64[] = NSLIST(f64, axpy);
   void* n16[] = {(void*)cutlass_aot_narrow_f16_n16, (void*)cutlass_aot_narrow_f16_n32, (void*)cutlass_aot_narrow_f16_n64, (void*)cutlass_aot_narrow_f16_n64};
   void* nb16[] = {(void*)cutlass_aot_narrow_bf16_n16, (void*)cutlass_aot_narrow_bf16_n32, (void*)cutlass_aot_narrow_bf16_n64, (void*)cutlass_aot_narrow_bf16_n64};
+  void* t16[] = TINY(f16); void* tb16[] = TINY(bf16); void* t32[] = TINY(f32); void* t64[] = TINY(f64);
   char dt[16], lay[8]; long m, n, k, b;
   while (scanf("%15s %7s %ld %ld %ld %ld", dt, lay, &m, &n, &k, &b) == 6) {
     std::string d = dt;
-    if (d == "f16") run<__half>(dt, d16, a16, (void*)cutlass_aot_skinny_reduce_f16, n16, lay, m, n, k, b);
-    else if (d == "bf16") run<__nv_bfloat16>(dt, db, ab, (void*)cutlass_aot_skinny_reduce_bf16, nb16, lay, m, n, k, b);
-    else if (d == "f32") run<float>(dt, d32, a32, (void*)cutlass_aot_skinny_reduce_f32, nullptr, lay, m, n, k, b);
-    else if (d == "f64") run<double>(dt, d64, a64, (void*)cutlass_aot_skinny_reduce_f64, nullptr, lay, m, n, k, b);
+    if (d == "f16") run<__half>(dt, d16, a16, (void*)cutlass_aot_skinny_reduce_f16, n16, t16, lay, m, n, k, b);
+    else if (d == "bf16") run<__nv_bfloat16>(dt, db, ab, (void*)cutlass_aot_skinny_reduce_bf16, nb16, tb16, lay, m, n, k, b);
+    else if (d == "f32") run<float>(dt, d32, a32, (void*)cutlass_aot_skinny_reduce_f32, nullptr, t32, lay, m, n, k, b);
+    else if (d == "f64") run<double>(dt, d64, a64, (void*)cutlass_aot_skinny_reduce_f64, nullptr, t64, lay, m, n, k, b);
     fflush(stdout);
   }
 }
