@@ -634,6 +634,31 @@ fn main() {
             Box::new(move |c| gemm_plan(c, dtype, (256, 256, 2048), 0.0, Some((name, 4)))),
         );
     }
+    // The tiny forms: one launch, a thread or a warp per output.
+    add(
+        "gemm_plan_tiny_thread",
+        Box::new(|c| {
+            gemm_plan(
+                c,
+                DType::F32,
+                (37, 300, 19),
+                0.5,
+                Some(("skinny_tiny_thread_f32", 1)),
+            )
+        }),
+    );
+    add(
+        "gemm_plan_tiny_warp",
+        Box::new(|c| {
+            gemm_plan(
+                c,
+                DType::F16,
+                (9, 60, 167),
+                1.0,
+                Some(("skinny_tiny_warp_f16", 1)),
+            )
+        }),
+    );
     // The skinny kernels, split (partial sums in the plan's workspace, then the reduction).
     add(
         "gemm_plan_skinny_dot_split",

@@ -256,10 +256,13 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
 /// For a crate-built skinny kernel named `name` (`cutlass_aot_skinny_tensor_bf16`), which tables
 /// time beside the manifest's kernels: its static in `cutlass_aot::dispatch::skinny`
 /// (`TENSOR_BF16`), the types of A/B and of C, and the layout its A must have (the dot form reads
-/// rows, the axpy form columns, the tensor form either).
+/// rows, the axpy form columns, the tensor and tiny forms either).
 fn built_in_kernel(name: &str) -> Option<(String, DType, DType, Option<Layout>)> {
     let rest = name.strip_prefix("cutlass_aot_skinny_")?;
-    let (form, elements) = rest.split_once('_')?;
+    let (form, elements) = ["tiny_thread", "tiny_warp"]
+        .iter()
+        .find_map(|tiny| Some((*tiny, rest.strip_prefix(tiny)?.strip_prefix('_')?)))
+        .or_else(|| rest.split_once('_'))?;
     let (a, c) = match elements {
         "f16" => (DType::F16, DType::F16),
         "bf16" => (DType::Bf16, DType::Bf16),
@@ -273,6 +276,7 @@ fn built_in_kernel(name: &str) -> Option<(String, DType, DType, Option<Layout>)>
         "dot" => Some(Layout::Row),
         "axpy" => Some(Layout::Column),
         "tensor" if a.bits() == 16 => None,
+        "tiny_thread" | "tiny_warp" => None,
         _ => return None,
     };
     Some((rest.to_uppercase(), a, c, layout_a))
@@ -497,6 +501,8 @@ operations:
                     "gemm bf16 bf16 bf16 tnt 20763,14,13774,1 cutlass_aot_skinny_tensor_bf16 16 auto 0 405.2",
                 ),
                 row("gemm f16 f16 f32 nnn 9,3,77,2 cutlass_aot_skinny_axpy_f16_f32 1 auto 0 4.5"),
+                row("gemm f64 f64 f64 ntn 9,3,7,1 cutlass_aot_skinny_tiny_warp_f64 1 auto 0 4.7"),
+                row("gemm bf16 bf16 f32 ttt 9,3,7,1 cutlass_aot_skinny_tiny_thread_bf16_f32 1 auto 0 4.6"),
                 // The tensor form takes 16-bit operands only: an unknown kernel, as a stale name.
                 row("gemm f32 f32 f32 tnt 9,3,77,1 cutlass_aot_skinny_tensor_f32 1 auto 0 4.5"),
             ]),
@@ -513,7 +519,9 @@ operations:
             built_in,
             [
                 (Some("TENSOR_BF16"), "skinny_tensor_bf16"),
-                (Some("AXPY_F16_F32"), "skinny_axpy_f16_f32")
+                (Some("AXPY_F16_F32"), "skinny_axpy_f16_f32"),
+                (Some("TINY_WARP_F64"), "skinny_tiny_warp_f64"),
+                (Some("TINY_THREAD_BF16_F32"), "skinny_tiny_thread_bf16_f32")
             ]
         );
         assert_eq!(t.unknown_kernels, ["cutlass_aot_skinny_tensor_f32"]);
