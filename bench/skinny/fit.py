@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The cost constants of the skinny GEMM kernels (src/dispatch/skinny.rs) against timings of
-bench/skinny/harness.cu: the RMS log error of the model select::cost::streaming_seconds computes,
-with the committed constants, and (--refit) constants a random search finds from them.
+bench/skinny/harness.cu: the RMS log error of the model select::cost::streaming_seconds (and
+tiny_seconds for the tiny forms) computes, with the committed constants, and (--refit) constants a random search finds from them.
 
     python3 bench/skinny/fit.py TIMINGS.jsonl [--refit [trials=N] [seed=S]]
 
-The committed constants fit bench/results/h100_2026-11-27_issue26_skinny_staging_model.jsonl (the
-harness on bench/skinny/fit_problems*.txt and on the problems of the selection tables' skinny
-rows; rows of set "losers", held-out problems, are left out).
+The committed constants fit bench/results/h100_2026-11-27_issue26_skinny_staging_model.jsonl and,
+for the tiny forms, ..._tiny_fit.jsonl (the harness on bench/skinny/fit_problems*.txt and on the
+problems of the selection tables' skinny rows; rows of sets "losers" and "heldout", held-out
+problems, are left out).
 """
 import json
 import math
@@ -25,26 +26,42 @@ CONSTANTS = {
     "axpy": {"fs": 487, "fs_col": 30, "ns_block": 3551, "ns_chunk": 1,
              "fs_output": 5991, "fs_output_across": 13219, "ps_staged": 1450},
     "narrow": {"fs": 249, "fs_col": 17, "ns_block": 2928, "ns_chunk": 1866, "fs_output": 3822, "conc": 73},
-    "tiny_thread": {"ns_fixed": 4498, "ps_step": 49360, "fs_output": 9400},
-    "tiny_warp": {"ns_fixed": 4661, "ps_step": 57620, "fs_output": 272600},
+    "tiny_thread": {"ns_fixed": 4281, "ps_step": 50311, "f64_step_permille": 3006, "fs_sector_x": 591,
+                    "fs_sector_y": 961, "fs_output": 9311, "mb_per_second": 1816000},
+    "tiny_warp": {"ns_fixed": 4407, "ps_step": 49193, "f64_step_permille": 3616, "fs_sector_x": 4984,
+                  "fs_sector_y": 1625, "fs_output": 207566, "mb_per_second": 1517000},
 }
 
 
-def tiny_model(c, form, e, rows, cols, k, batch):
-    """Microseconds, as tiny_seconds: a fixed time, the steps of each pass, a time per output."""
+def tiny_sectors(along_depth, cols, e, contiguous, per_block):
+    """The 32-byte sectors of X and Y one warp step touches, as select::cost::tiny_sectors."""
+    if along_depth:
+        x, y = [e if c else 32 for c in contiguous]
+        return [x / min(cols, per_block), y]
+    covered = [math.ceil(32 / cols) if cols < 32 else 1, min(cols, 32)]
+    return [covered[i] if contiguous[i] else covered[i] * e / 32 for i in (0, 1)]
+
+
+def tiny_model(c, form, e, rows, cols, k, batch, contiguous):
+    """Microseconds, as tiny_seconds: a fixed time, the steps of each pass, the sectors the warps'
+    steps touch, a time per output; never under the bytes at the form's bandwidth."""
     per_block, lanes = (128, 1) if form == "tiny_thread" else (4, 32)
     outputs = rows * cols * batch
     passes = math.ceil(math.ceil(outputs / per_block) / (16 * SMS))
     steps = math.ceil(k / lanes)
-    t = c["ns_fixed"] * 1e-9 + passes * steps * c["ps_step"] * 1e-12 + outputs * c["fs_output"] * 1e-15
+    step = c["ps_step"] * 1e-12 * (c["f64_step_permille"] / 1000 if e == 8 else 1)
+    sx, sy = tiny_sectors(lanes > 1, cols, e, contiguous, per_block)
+    warp_steps = steps * (outputs if lanes > 1 else math.ceil(outputs / 32))
+    traffic = warp_steps * (sx * c["fs_sector_x"] + sy * c["fs_sector_y"]) * 1e-15
+    t = c["ns_fixed"] * 1e-9 + passes * steps * step + traffic + outputs * c["fs_output"] * 1e-15
     moved = (rows * k + k * cols + rows * cols) * e * batch
-    return max(t, moved / BYTES_PER_SECOND) * 1e6
+    return max(t, moved / (c["mb_per_second"] * 1e6)) * 1e6
 
 
-def model(c, form, e, rows, cols, k, batch, slices, d_column_major):
+def model(c, form, e, rows, cols, k, batch, slices, d_column_major, contiguous):
     """Microseconds, as streaming_seconds (slices as the launch runs them: none empty)."""
     if form.startswith("tiny"):
-        return tiny_model(c, form, e, rows, cols, k, batch)
+        return tiny_model(c, form, e, rows, cols, k, batch, contiguous)
     acc = 8 if e == 8 and form != "narrow" else 4
     if form == "narrow":
         rpb, slots, columns, depth = 128, 3 * SMS, max(16, 1 << (cols - 1).bit_length()), 64
@@ -82,8 +99,10 @@ def rms(c, form, rows):
     for r in rows:
         big, small = (r["n"], r["m"]) if r["orient"] else (r["m"], r["n"])
         # The harness's D is row-major: column-major as the transposed orientation computes it.
+        # X and Y contiguous along depth: A row-major, B column-major (swapped when transposed).
+        a, b = r["layout"][0] == "t", r["layout"][1] == "n"
         us = model(c, form, ELEMENT_BYTES[r["dtype"]], big, small, r["k"], r["batch"], r["slices"],
-                   r["orient"] == 1)
+                   r["orient"] == 1, (b, a) if r["orient"] else (a, b))
         errors.append(math.log(us / r["us"]) ** 2)
     return math.sqrt(sum(errors) / len(errors))
 
@@ -91,7 +110,7 @@ def rms(c, form, rows):
 def main():
     rows = [json.loads(line) for line in open(sys.argv[1])]
     # Held-out problems are left out.
-    rows = [r for r in rows if r.get("set") != "losers"]
+    rows = [r for r in rows if r.get("set") not in ("losers", "heldout")]
     good = [r for r in rows if r["status"] == "no error" and r["rel"] < (1e-2 if ELEMENT_BYTES[r["dtype"]] == 2 else 1e-5)]
     print(f"{len(good)} of {len(rows)} timings verified")
     options = dict(a.split("=", 1) for a in sys.argv[2:] if "=" in a)

@@ -5,7 +5,7 @@
 // dispatch offers them, one JSON line each: the median time of
 // 20 launches (kernel + reduction) with an event between consecutive ones, queued behind a spin
 // kernel, and the relative error against an f64 reference on the GPU. The timings fit the cost
-// constants of dispatch::skinny (bench/skinny/fit.py).
+// constants of dispatch::skinny (bench/skinny/fit.py). HARNESS_TINY_ONLY=1 times the tiny forms only.
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I cutlass_glue/include -cudart static bench/skinny/harness.cu
 #define CUTLASS_AOT_DEVICE_PASS 1
 #include "cutlass_aot/narrow.cuh"
@@ -65,6 +65,8 @@ cutlass_aot_view view(uint64_t base, bool rowmajor, int64_t rows, int64_t cols, 
 }
 cutlass_aot_view tr(cutlass_aot_view v) { std::swap(v.row_stride, v.col_stride); return v; }
 
+static bool tiny_only = false;  // HARNESS_TINY_ONLY set: the tiny forms only
+
 template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void* red, void* nar[4], void* tiny[2], std::string lay, int64_t m, int64_t n, int64_t k, int64_t batch) {
   T *A, *B, *D; double *R, *E;
   cudaMalloc(&A, sizeof(T) * m * k * batch + 64); cudaMalloc(&B, sizeof(T) * k * n * batch + 64); cudaMalloc(&D, sizeof(T) * m * n * batch + 64);
@@ -78,6 +80,7 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
   for (int orient = 0; orient < 2; ++orient) {
     int64_t rows = orient ? n : m, cols = orient ? m : n;
    for (int kind = 0; kind < 4; ++kind) {
+    if (tiny_only && kind < 2) continue;
     if (kind == 0 && cols > 64) continue;
     if (kind == 1 && (cols > 64 || nar == nullptr)) continue;
     // The tiny forms (2: a thread per output, 3: a warp per output) where dispatch offers them.
@@ -137,6 +140,7 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
 #define TINY(NAME) {(void*)cutlass_aot_skinny_tiny_thread_##NAME, (void*)cutlass_aot_skinny_tiny_warp_##NAME}
 
 int main() {
+  tiny_only = getenv("HARNESS_TINY_ONLY") != nullptr;
   void* d16[] = NSLIST(f16, dot); void* a16[] = NSLIST(f16, axpy);
   void* db[] = NSLIST(bf16, dot); void* ab[] = NSLIST(bf16, axpy);
   void* d32[] = NSLIST(f32, dot); void* a32[] = NSLIST(f32, axpy);

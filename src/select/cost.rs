@@ -41,6 +41,9 @@ pub struct Work {
     pub extra_seconds: f64,
     /// D column-major as the kernel computes it: a streaming kernel's output cost depends on it.
     pub output_column_major: bool,
+    /// A and B contiguous along the depth as the kernel reads them: a tiny kernel's reads depend
+    /// on it.
+    pub depth_contiguous: [bool; 2],
 }
 
 impl Work {
@@ -51,6 +54,7 @@ impl Work {
             bytes,
             extra_seconds: 0.0,
             output_column_major: false,
+            depth_contiguous: [false; 2],
         }
     }
 }
@@ -93,7 +97,11 @@ const F16_MACS_PER_SM_SECOND: f64 = 3.7e12;
 /// `multiprocessors` SMs: the kernel alone (no `extra_seconds`).
 pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiprocessors: u32) -> f64 {
     if let Design::Custom(design) = kernel.design {
-        if let Some(seconds) = tiny_seconds(design, work, multiprocessors) {
+        let element_bytes = kernel
+            .operation
+            .gemm_operands()
+            .map_or(2, |g| g.a.element.bits() / 8);
+        if let Some(seconds) = tiny_seconds(design, work, element_bytes as f64, multiprocessors) {
             return seconds;
         }
         if let Some(seconds) = streaming_seconds(design, work, slices, multiprocessors) {
@@ -238,10 +246,16 @@ pub fn gemm_bytes(piece: Piece, bits: [u32; 3], reads_c: bool) -> f64 {
 const STREAMING_BYTES_PER_SECOND: f64 = 2.6e12;
 
 /// The time of a tiny kernel (`dispatch::skinny`'s tiny forms: a thread or a warp per output, in
-/// passes of `tiny_outputs_per_block` × resident blocks): `ns_fixed`, plus `ps_per_step` for each
-/// step of each pass (a step: `tiny_lanes` elements of depth), plus `fs_per_output`; never under
-/// its bytes at streaming bandwidth. `None` for a design without them.
-pub fn tiny_seconds(design: &CustomDesign, work: &Work, multiprocessors: u32) -> Option<f64> {
+/// passes of `tiny_outputs_per_block` × resident blocks): `ns_fixed`; `ps_per_step` for each step
+/// of each pass (a step: `tiny_lanes` elements of depth; f64 steps `f64_step_permille` / 1000 as
+/// long); the 32-byte sectors a warp's steps touch in X and in Y (`fs_per_sector_x`, `_y`);
+/// `fs_per_output`; never under its bytes at `mb_per_second`. `None` for a design without them.
+pub fn tiny_seconds(
+    design: &CustomDesign,
+    work: &Work,
+    element_bytes: f64,
+    multiprocessors: u32,
+) -> Option<f64> {
     let value = |name: &str| match design.value(name)? {
         crate::model::custom::DesignValue::Int(v) => Some(v.max(0) as f64),
         crate::model::custom::DesignValue::Word(_) => None,
@@ -251,15 +265,56 @@ pub fn tiny_seconds(design: &CustomDesign, work: &Work, multiprocessors: u32) ->
     let slots = value("tiny_max_blocks")?
         .min(16.0 * multiprocessors.max(1) as f64)
         .max(1.0);
-    let (fixed, per_step, per_output) = (value("ns_fixed")?, value("ps_per_step")?, value("fs_per_output")?);
+    let mut per_step = value("ps_per_step")? * 1e-12;
+    if element_bytes >= 8.0 {
+        per_step *= value("f64_step_permille")? / 1000.0;
+    }
+    let per_sector = [value("fs_per_sector_x")?, value("fs_per_sector_y")?].map(|fs| fs * 1e-15);
+    let (fixed, per_output) = (value("ns_fixed")? * 1e-9, value("fs_per_output")? * 1e-15);
     let mut seconds = 0.0;
     for p in work.launches.iter().flatten() {
         let outputs = (p.m * p.n * p.batch.max(1)) as f64;
         let passes = ((outputs / per_block).ceil() / slots).ceil();
         let steps = (p.k as f64 / lanes).ceil();
-        seconds += fixed * 1e-9 + passes * steps * per_step * 1e-12 + outputs * per_output * 1e-15;
+        let sectors = tiny_sectors(lanes > 1.0, per_block, p.n, element_bytes, work.depth_contiguous);
+        let warp_steps = steps
+            * if lanes > 1.0 {
+                outputs
+            } else {
+                (outputs / 32.0).ceil()
+            };
+        let traffic = warp_steps * (sectors[0] * per_sector[0] + sectors[1] * per_sector[1]);
+        seconds += fixed + passes * steps * per_step + traffic + outputs * per_output;
     }
-    Some(seconds.max(work.bytes / STREAMING_BYTES_PER_SECOND))
+    Some(seconds.max(work.bytes / (value("mb_per_second")?.max(1.0) * 1e6)))
+}
+
+/// The 32-byte sectors of X and Y one step of a tiny kernel's warp touches: a warp along depth
+/// reads 32 elements of one row of X and one column of Y (one sector each where they are
+/// contiguous along depth, else a sector per element; the row shared by a block's warps on the
+/// same row); a warp of threads on consecutive outputs reads one element of each of the rows and
+/// columns they cover (apart where the operand is contiguous along depth, else side by side).
+fn tiny_sectors(
+    along_depth: bool,
+    per_block: f64,
+    cols: usize,
+    element_bytes: f64,
+    depth_contiguous: [bool; 2],
+) -> [f64; 2] {
+    let cols = cols.max(1) as f64;
+    if along_depth {
+        let [x, y] = depth_contiguous.map(|contiguous| if contiguous { element_bytes } else { 32.0 });
+        return [x / cols.min(per_block), y];
+    }
+    let rows = if cols < 32.0 { (32.0 / cols).ceil() } else { 1.0 };
+    let covered = [rows, cols.min(32.0)];
+    [0, 1].map(|i| {
+        if depth_contiguous[i] {
+            covered[i]
+        } else {
+            covered[i] * element_bytes / 32.0
+        }
+    })
 }
 
 /// The time of a streaming kernel (the crate's skinny GEMMs, `dispatch::skinny`) on `work`, from the
