@@ -671,6 +671,8 @@ enum Route {
     Gemm,
     /// On a conv kernel of this API with the channels padded (launched as that way directly).
     Padded(Api),
+    /// On the direct fprop of few channels computing this many output channels a thread.
+    Small(usize),
 }
 
 fn dispatched(
@@ -724,6 +726,15 @@ fn dispatched(
             unsafe { dispatch::launch_on(way.kernel, way.split_k, way.way, &stream, &problem, &ops, None) }
                 .map_err(|e| format!("{} padded: {e}", way.kernel.rust_name))?;
             format!("{} split {} {:?}", way.kernel.rust_name, way.split_k, way.way)
+        }
+        Route::Small(cols) => {
+            let way = conv::ways::candidates(&REGISTRY, &at, &ops)
+                .into_iter()
+                .find(|w| conv::small::cols_of(w.kernel) == Some(cols))
+                .ok_or(format!("no direct way of {cols} columns for this problem"))?;
+            unsafe { dispatch::launch_on(way.kernel, 1, way.way, &stream, &problem, &ops, None) }
+                .map_err(|e| format!("{}: {e}", way.kernel.rust_name))?;
+            way.kernel.rust_name.to_string()
         }
     };
     let out = t.d.download(&stream)?;
@@ -852,6 +863,7 @@ fn dispatch_cases() -> Vec<(String, GpuTest)> {
             }
         }
     }
+    out.extend(direct_cases());
     out.push((
         "dispatch::fprop_f32_3x3".into(),
         Box::new(|ctx: &Arc<CudaContext>| {
@@ -864,6 +876,41 @@ fn dispatch_cases() -> Vec<(String, GpuTest)> {
             )
         }),
     ));
+    out
+}
+
+/// The direct fprop of few channels, each type and width: stems of 1 to 16 channels, output
+/// channels off the width (ragged, one), strides, dilation, padding past the image, with C.
+fn direct_cases() -> Vec<(String, GpuTest)> {
+    let mut out: Vec<(String, GpuTest)> = Vec::new();
+    let mut beta = Case::new([3, 11, 9, 5], [7, 3, 3]).pad(1).stride(2);
+    beta.scalars = (1.5, -0.75);
+    let list = [
+        (
+            "rgb_stem_c3_k64",
+            Case::new([2, 33, 35, 3], [64, 7, 7]).pad(3).stride(2),
+        ),
+        ("one_channel_k1", Case::new([2, 12, 13, 1], [1, 3, 3]).pad(1)),
+        ("c2_k33_ragged", Case::new([3, 19, 17, 2], [33, 5, 5]).pad(2)),
+        ("c5_k7_stride2_beta", beta),
+        (
+            "c16_k40_dilation2",
+            Case::new([2, 15, 14, 16], [40, 3, 3]).pad(2).dilation(2),
+        ),
+        ("c4_k9_pad_past", Case::new([1, 5, 6, 4], [9, 5, 5]).pad(3)),
+    ];
+    for dtype in [DType::F16, DType::Bf16, DType::F32] {
+        for (name, case) in list {
+            for cols in [8, 16, 32] {
+                out.push((
+                    format!("dispatch::fprop_{dtype}_direct_{name}_kt{cols}"),
+                    Box::new(move |ctx: &Arc<CudaContext>| {
+                        dispatched(ctx, ConvKind::Fprop, dtype, case, Route::Small(cols))
+                    }),
+                ));
+            }
+        }
+    }
     out
 }
 

@@ -1,7 +1,8 @@
 //! GPU suite of CUDA-graph capture: every launch path — a dispatched GEMM plan (direct, staged,
 //! serial split-K, stream-K), a conv plan (plain, and a strided dgrad's stride phases on side
-//! streams, written into dx in place or staged in scratch; ragged channels padded), a prepared grouped launch (host-packed and device-resident MoE) and an elementwise
-//! kernel — is captured, replayed several times and compared bit for bit with a direct run.
+//! streams, written into dx in place or staged in scratch; ragged channels padded; the direct
+//! fprop of few channels), a prepared grouped launch (host-packed and device-resident MoE) and an
+//! elementwise kernel — is captured, replayed several times and compared bit for bit with a direct run.
 //! A launch that would allocate inside capture is refused with a message that names the fix.
 //!
 //! cudarc's event tracking is disabled on the context, as capture needs (an event recorded before
@@ -297,6 +298,8 @@ enum Force {
     Hopper,
     /// A Hopper kernel with the channels padded.
     Padded,
+    /// The direct fprop of few channels.
+    Direct,
 }
 
 /// A conv plan: a 3x3 of `channels` (C, K), running what `force` says.
@@ -350,7 +353,17 @@ fn conv_plan(
         elements: problem.elements,
     };
     let forced;
-    let tables: &[Table] = if force != Force::Nothing {
+    let tables: &[Table] = if force == Force::Direct {
+        let row = Row::new(
+            conv::dispatch::key_of(&problem),
+            &conv::small::F16_16,
+            1,
+            Default::default(),
+            0.001,
+        );
+        forced = vec![Table::new(device.name, "test", Box::leak(Box::new([row])))];
+        &forced
+    } else if force != Force::Nothing {
         let kernel = kernel_where(|k| {
             k.api() == Api::Cutlass3x
                 && k.operation
@@ -381,6 +394,9 @@ fn conv_plan(
     let ran = plan.dispatched().describe();
     if force == Force::Padded && !matches!(plan.dispatched().way, conv::dispatch::ConvWay::Padded(_)) {
         return Err(format!("the padded way was not chosen: {ran}"));
+    }
+    if force == Force::Direct && conv::small::cols_of(plan.dispatched().kernel).is_none() {
+        return Err(format!("the direct fprop was not chosen: {ran}"));
     }
     unsafe { plan.launch_raw(&stream, &operands) }.map_err(|e| format!("plan launch: {e}"))?;
     let direct = d.bytes(&stream)?;
@@ -697,6 +713,10 @@ fn main() {
     add(
         "conv_plan_wgrad",
         Box::new(|c| conv_plan(c, ConvKind::Wgrad, 1, Force::Nothing, (32, 48))),
+    );
+    add(
+        "conv_plan_fprop_direct_few_channels",
+        Box::new(|c| conv_plan(c, ConvKind::Fprop, 2, Force::Direct, (3, 16))),
     );
     add(
         "conv_plan_strided_dgrad_stride_phases",

@@ -100,6 +100,10 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
         "cutlass_aot/narrow.cuh",
         include_str!("../cutlass_glue/include/cutlass_aot/narrow.cuh"),
     ),
+    (
+        "cutlass_aot/conv_small.cuh",
+        include_str!("../cutlass_glue/include/cutlass_aot/conv_small.cuh"),
+    ),
 ];
 
 /// Builds the kernels of one manifest into a crate.

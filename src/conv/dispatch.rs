@@ -247,6 +247,10 @@ pub unsafe fn launch_on(
             super::padded::launch(kernel, slices, stream, problem, operands, padding, workspace)
         };
     }
+    if super::small::cols_of(kernel).is_some() {
+        // SAFETY: as the caller promised for `operands`.
+        return unsafe { super::small::launch(kernel, stream, problem, operands) };
+    }
     if kernel.operation.conv().is_some() {
         let ops = ConvOperands {
             split_k_slices: slices,
@@ -328,6 +332,7 @@ pub fn workspace_bytes(
         ConvWay::Padded(padding) => {
             super::padded::workspace_bytes(kernel, slices, problem, operands, padding, device)
         }
+        ConvWay::Direct if super::small::cols_of(kernel).is_some() => Ok(0),
         ConvWay::Direct => {
             let ops = ConvOperands {
                 split_k_slices: slices,

@@ -21,6 +21,7 @@ mod dispatch_plan;
 pub mod first_layer;
 pub mod padded;
 mod problem;
+pub mod small;
 mod staged_phases;
 pub mod stride_phases;
 mod tensor;

@@ -96,7 +96,7 @@ fn activation_bytes(p: &Conv2dProblem) -> f64 {
 }
 
 /// Bytes of the convolution's three tensors, each moved once.
-fn tensor_bytes(p: &Conv2dProblem) -> f64 {
+pub(crate) fn tensor_bytes(p: &Conv2dProblem) -> f64 {
     let (out_p, out_q) = p.output_size().unwrap_or((0, 0));
     let (a, b, c) = p.elements;
     let activation = (p.n * p.h * p.w * p.c) as f64;
@@ -197,9 +197,9 @@ pub fn slice_candidates(kernel: &KernelInfo) -> &'static [usize] {
 }
 
 /// Every way dispatch may run `problem` (compute capability and addresses set): each allowed conv
-/// kernel of its kind and types at each split-K it supports, and each GEMM kernel that takes it as
-/// a matrix product (wgrad's long reduction also at 16, 64 and 128 slices) — what the benchmark
-/// measures.
+/// kernel of its kind and types at each split-K it supports, each GEMM kernel that takes it as
+/// a matrix product (wgrad's long reduction also at 16, 64 and 128 slices), the padded ways and
+/// the direct fprop of few channels ([`super::small`]) — what the benchmark measures.
 pub fn candidates(
     registry: &Registry,
     problem: &Conv2dProblem,
@@ -225,6 +225,7 @@ pub fn candidates(
         }
     }
     out.extend(padded_candidates(registry, problem));
+    out.extend(super::small::candidates(problem));
     out
 }
 

@@ -107,6 +107,9 @@ pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiproc
         if let Some(seconds) = streaming_seconds(design, work, slices, multiprocessors) {
             return seconds;
         }
+        if let Some(seconds) = direct_seconds(design, work, multiprocessors) {
+            return seconds;
+        }
     }
     let sms = multiprocessors.max(1) as f64;
     let slices = slices.max(1);
@@ -316,6 +319,37 @@ fn tiny_sectors(
         }
     })
 }
+
+/// The time of a CUDA-core tile kernel without a mainloop pipeline (`conv::small`'s direct fprop:
+/// a thread per row of its tile, `direct_cols` columns each, the block's slice of B resident in
+/// shared memory, then its outputs): `ns_fixed`, plus for each wave of resident blocks (`blocks_per_sm`, fewer where
+/// their shared memory does not fit) `ns_per_block` and `ps_per_mac` per multiply-add of a thread,
+/// plus `fs_per_output`; never under its bytes at `mb_per_second`. `None` for other designs.
+pub fn direct_seconds(design: &CustomDesign, work: &Work, multiprocessors: u32) -> Option<f64> {
+    let value = |name: &str| match design.value(name)? {
+        crate::model::custom::DesignValue::Int(v) => Some(v.max(0) as f64),
+        crate::model::custom::DesignValue::Word(_) => None,
+    };
+    let (rows, cols) = (value("direct_rows")?.max(1.0), value("direct_cols")?.max(1.0));
+    let (fixed, per_block) = (value("ns_fixed")? * 1e-9, value("ns_per_block")? * 1e-9);
+    let (per_mac, per_output) = (value("ps_per_mac")? * 1e-12, value("fs_per_output")? * 1e-15);
+    let mut seconds = 0.0;
+    for p in work.launches.iter().flatten() {
+        let blocks = (p.m as f64 / rows).ceil() * (p.n as f64 / cols).ceil() * p.batch.max(1) as f64;
+        // The filter slice, then the block's outputs staged in the same memory.
+        let shared = (p.k as f64 * cols).max(rows * (cols + 1.0)) * 4.0 + 1024.0;
+        let resident = value("blocks_per_sm")?
+            .min((SHARED_BYTES_PER_SM / shared).floor())
+            .max(1.0);
+        let waves = (blocks / (resident * multiprocessors.max(1) as f64)).ceil();
+        let outputs = (p.m * p.n * p.batch.max(1)) as f64;
+        seconds += fixed + waves * (per_block + p.k as f64 * cols * per_mac) + outputs * per_output;
+    }
+    Some(seconds.max(work.bytes / (value("mb_per_second")?.max(1.0) * 1e6)))
+}
+
+/// Shared memory of an H100 SM that blocks may take (227 KiB).
+const SHARED_BYTES_PER_SM: f64 = 227.0 * 1024.0;
 
 /// The time of a streaming kernel (the crate's skinny GEMMs, `dispatch::skinny`) on `work`, from the
 /// throughput its design states: blocks of `rows_per_block` rows, `blocks_per_sm` resident per SM,

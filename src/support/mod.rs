@@ -2,7 +2,8 @@
 //! `skinny.cuh`, built into this crate's image `IMAGE_SUPPORT`): strided, possibly transposing
 //! copies of a batch of matrices (to stage an operand no kernel can read as it lies), the 3xTF32
 //! split of f32 operands, the 4-D copy and scale of a strided dgrad's stride phases
-//! (`conv::stride_phases`) and of padded channels (`conv::padded`), and skinny GEMMs ([`skinny`]).
+//! (`conv::stride_phases`) and of padded channels (`conv::padded`), skinny GEMMs ([`skinny`]) and
+//! the direct fprop of few channels ([`conv_small`]).
 //!
 //! The 2-D ones walk 64×64 tiles, the 4-D copy runs of rows, the 4-D scale single elements
 //! ([`tensor4`]), with a grid-stride loop, so any extent runs on a grid sized for the device.
@@ -14,6 +15,7 @@ use cudarc::driver::{result, sys, CudaStream};
 
 use crate::error::Error;
 
+pub(crate) mod conv_small;
 pub(crate) mod skinny;
 mod tensor4;
 pub(crate) use tensor4::{copy4_batch, Copy4d, Scale4d, View4};
@@ -245,7 +247,7 @@ unsafe fn launch_with<T>(
 ) -> Result<(), Error> {
     let device = crate::device::props(stream.context())?;
     let blocks = work.min(device.multiprocessors as usize * 16).max(1) as u32;
-    unsafe { launch_on(stream, on, entry, args, (blocks, grid_y.max(1), 1), block) }
+    unsafe { launch_on(stream, on, entry, args, (blocks, grid_y.max(1), 1), block, 0) }
 }
 
 /// Launches support kernel `entry` with `args` on `stream` over exactly `grid` blocks.
@@ -259,10 +261,11 @@ unsafe fn launch_grid<T>(
     grid: (u32, u32, u32),
     block: (u32, u32, u32),
 ) -> Result<(), Error> {
-    unsafe { launch_on(stream, stream.cu_stream(), entry, args, grid, block) }
+    unsafe { launch_on(stream, stream.cu_stream(), entry, args, grid, block, 0) }
 }
 
-/// Launches support kernel `entry` with `args` on `on` (a stream of `stream`'s context).
+/// Launches support kernel `entry` with `args` on `on` (a stream of `stream`'s context), each block
+/// with `shared` bytes of dynamic shared memory (at most 48 KiB: no opt-in).
 ///
 /// # Safety
 /// As [`launch`].
@@ -273,6 +276,7 @@ unsafe fn launch_on<T>(
     args: &T,
     grid: (u32, u32, u32),
     block: (u32, u32, u32),
+    shared: usize,
 ) -> Result<(), Error> {
     const WHO: &str = "support kernels";
     let image = &crate::kernels::IMAGE_SUPPORT;
@@ -288,8 +292,18 @@ unsafe fn launch_on<T>(
         });
     }
     let mut params = [args as *const T as *mut c_void];
-    unsafe { result::launch_kernel(function.function.cu_function(), grid, block, 0, on, &mut params) }
-        .map_err(Error::driver("launching a support kernel"))
+    let shared = u32::try_from(shared).unwrap_or(u32::MAX);
+    unsafe {
+        result::launch_kernel(
+            function.function.cu_function(),
+            grid,
+            block,
+            shared,
+            on,
+            &mut params,
+        )
+    }
+    .map_err(Error::driver("launching a support kernel"))
 }
 
 /// Enqueues zeros over `bytes` bytes at `address`.

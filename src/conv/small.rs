@@ -1,0 +1,314 @@
+//! The direct fprop of few channels as ways of conv dispatch: a convolution whose filter has few
+//! taps × channels (the stems of image models, C = 1-16) may run on the crate's own CUDA-core
+//! kernel (`support::conv_small`: a thread per output pixel, 8, 16 or 32 output channels each)
+//! instead of an implicit GEMM whose K tile is mostly padding. Each kernel is described like any
+//! other ([`KernelInfo`]: operands, a design whose values give the cost model its time), so the
+//! one selection engine ranks it beside CUTLASS's kernels.
+
+use std::ffi::CStr;
+
+use cudarc::driver::CudaStream;
+
+use super::problem::ConvMode;
+use super::ways::{key_of, ConvWay};
+use super::{Conv2dProblem, ConvOperands};
+use crate::error::Error;
+use crate::kernel::{HostCode, KernelInfo};
+use crate::model::custom::{CustomDesign, DesignValue, Expr};
+use crate::model::{
+    Api, ConvKind, ConvLayout, ConvOperation, DType, Design, Epilogue, EpilogueSpec, Fusion, GemmOperation,
+    IteratorAlgorithm, Layout, MathOp, Operation, Shape3, StrideSupport, TensorAttributes,
+};
+use crate::select::{Candidate, Piece, Work};
+use crate::support::conv_small::{shared_bytes, ConvSmall, MAX_SHARED_BYTES, THREADS};
+
+const NO_EXPR: Expr = Expr { text: "", code: &[] };
+
+/// The cost model's view (`select::cost::direct_seconds`): a block of 256 pixels × `cols` output
+/// channels, blocks resident per SM as their registers allow (ptxas: 40, 54 and 80 a thread at 8,
+/// 16 and 32 columns), a fixed time, a time per block and per multiply-add of a thread (narrower
+/// blocks read shared memory more often per multiply-add), a time per output; fitted
+/// (`bench/conv_small/fit.py`) on 290 harness timings (H100, 2026-11-27), RMS log error 0.19. No
+/// table times them: calibrated apart (`family`).
+macro_rules! design {
+    ($cols:literal, $blocks_per_sm:literal, $ps_per_mac:literal) => {
+        CustomDesign {
+            code: Api::Cutlass2x,
+            tile: Shape3::new(THREADS as u32, $cols, 1),
+            values: &[
+                ("direct_rows", DesignValue::Int(THREADS as i64)),
+                ("direct_cols", DesignValue::Int($cols)),
+                ("blocks_per_sm", DesignValue::Int($blocks_per_sm)),
+                ("ns_fixed", DesignValue::Int(1989)),
+                ("ns_per_block", DesignValue::Int(3396)),
+                ("ps_per_mac", DesignValue::Int($ps_per_mac)),
+                ("fs_per_output", DesignValue::Int(2854)),
+                ("mb_per_second", DesignValue::Int(2_000_000)),
+                ("family", DesignValue::Word("conv_small")),
+            ],
+            grid: [NO_EXPR; 3],
+            block: [NO_EXPR; 3],
+            shared_memory: NO_EXPR,
+            requires: &[],
+        }
+    };
+}
+static COLS_8: CustomDesign = design!(8, 6, 10259);
+static COLS_16: CustomDesign = design!(16, 4, 6722);
+static COLS_32: CustomDesign = design!(32, 3, 4075);
+
+macro_rules! kernel {
+    ($static:ident, $name:literal, $design:ident, $t:ident) => {
+        #[doc = concat!("The direct fprop `cutlass_aot_conv_small_fprop_", $name, "`.")]
+        pub static $static: KernelInfo = KernelInfo {
+            name: concat!("cutlass_aot_conv_small_fprop_", $name),
+            rust_name: concat!("conv_small_fprop_", $name),
+            origin: "built in (cutlass_aot/conv_small.cuh)",
+            min_compute_capability: 80,
+            operation: Operation::Conv2d(ConvOperation {
+                kind: ConvKind::Fprop,
+                gemm: GemmOperation {
+                    a: TensorAttributes {
+                        element: DType::$t,
+                        layout: Layout::Row,
+                        alignment: 1,
+                    },
+                    b: TensorAttributes {
+                        element: DType::$t,
+                        layout: Layout::Column,
+                        alignment: 1,
+                    },
+                    c: TensorAttributes {
+                        element: DType::$t,
+                        layout: Layout::Row,
+                        alignment: 1,
+                    },
+                    accumulator: DType::F32,
+                    math: MathOp::MultiplyAdd,
+                },
+                layout: ConvLayout::ChannelsLast,
+                iterator: IteratorAlgorithm::Analytic,
+                stride_support: StrideSupport::Strided,
+            }),
+            design: Design::Custom(&$design),
+            epilogue: EpilogueSpec {
+                kind: Epilogue::LinearCombination,
+                compute: DType::F32,
+                fusion: Fusion::NONE,
+            },
+            image: &crate::kernels::IMAGE_SUPPORT,
+            entry: concat_c(concat!("cutlass_aot_conv_small_fprop_", $name, "\0")),
+            host: HostCode::Custom { built: true },
+        };
+    };
+}
+
+const fn concat_c(s: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(s.as_bytes()) {
+        Ok(c) => c,
+        Err(_) => panic!("an entry name ends in one NUL"),
+    }
+}
+
+kernel!(F16_8, "f16_kt8", COLS_8, F16);
+kernel!(F16_16, "f16_kt16", COLS_16, F16);
+kernel!(F16_32, "f16_kt32", COLS_32, F16);
+kernel!(BF16_8, "bf16_kt8", COLS_8, Bf16);
+kernel!(BF16_16, "bf16_kt16", COLS_16, Bf16);
+kernel!(BF16_32, "bf16_kt32", COLS_32, Bf16);
+kernel!(F32_8, "f32_kt8", COLS_8, F32);
+kernel!(F32_16, "f32_kt16", COLS_16, F32);
+kernel!(F32_32, "f32_kt32", COLS_32, F32);
+
+/// Every direct fprop kernel with the output channels a thread computes.
+pub static KERNELS: [(&KernelInfo, usize); 9] = [
+    (&F16_8, 8),
+    (&F16_16, 16),
+    (&F16_32, 32),
+    (&BF16_8, 8),
+    (&BF16_16, 16),
+    (&BF16_32, 32),
+    (&F32_8, 8),
+    (&F32_16, 16),
+    (&F32_32, 32),
+];
+
+/// The output channels a thread of `kernel` computes, if it is a direct fprop kernel.
+pub fn cols_of(kernel: &KernelInfo) -> Option<usize> {
+    KERNELS
+        .iter()
+        .find(|(k, _)| std::ptr::eq(*k, kernel))
+        .map(|(_, cols)| *cols)
+}
+
+/// Why `kernel` (a direct fprop kernel of `cols` channels a thread) cannot run `problem`.
+fn refusal(kernel: &KernelInfo, cols: usize, problem: &Conv2dProblem) -> Option<String> {
+    let element = kernel.gemm().a.element;
+    let (a, b, c) = problem.elements;
+    let shared = shared_bytes(problem.r * problem.s * problem.c, cols);
+    if problem.kind != ConvKind::Fprop {
+        Some("it computes fprop only".into())
+    } else if (a, b, c) != (element, element, element) {
+        Some(format!("it takes {element:?} activation, filter and output"))
+    } else if problem.mode != ConvMode::CrossCorrelation || problem.layout != ConvLayout::ChannelsLast {
+        Some("it computes a cross-correlation of channels-last tensors".into())
+    } else if problem.split_k_slices > 1 {
+        Some("it does not split".into())
+    } else if shared > MAX_SHARED_BYTES {
+        Some(format!(
+            "a block takes {shared} bytes of shared memory (the filter slice, r·s·c·{cols} f32; at most \
+             {MAX_SHARED_BYTES})"
+        ))
+    } else if problem.compute_capability.is_some_and(|cc| cc < 80) {
+        Some("it needs compute capability 8.0".into())
+    } else {
+        None
+    }
+}
+
+/// The direct ways of `problem`: each kernel of its types whose filter slice fits.
+pub fn candidates(problem: &Conv2dProblem) -> Vec<Candidate<ConvWay>> {
+    if !crate::kernels::IMAGE_SUPPORT.has_code() {
+        return Vec::new();
+    }
+    let Ok((m, n, k)) = problem.gemm_extent() else {
+        return Vec::new();
+    };
+    let bytes = super::ways::tensor_bytes(problem);
+    KERNELS
+        .iter()
+        .filter(|(kernel, cols)| refusal(kernel, *cols, problem).is_none())
+        .map(|(kernel, _)| Candidate {
+            kernel,
+            split_k: 1,
+            way: ConvWay::Direct,
+            key: key_of(problem),
+            work: Work::single(Piece::new(m, n, k, 1), bytes),
+            margin: MARGIN,
+        })
+        .collect()
+}
+
+/// Factor on the estimates: no table row calibrates them.
+const MARGIN: f64 = 1.1;
+
+/// Launches direct fprop `kernel` on `operands` of `problem`.
+///
+/// # Safety
+/// As [`super::launch_raw`].
+pub unsafe fn launch(
+    kernel: &KernelInfo,
+    stream: &CudaStream,
+    problem: &Conv2dProblem,
+    operands: &ConvOperands,
+) -> Result<(), Error> {
+    let cols = cols_of(kernel).ok_or_else(|| Error::invalid(kernel.name, "not a direct fprop kernel"))?;
+    if let Some(why) = refusal(kernel, cols, problem) {
+        return Err(Error::invalid(
+            kernel.name,
+            format!("it cannot run this problem: {why}"),
+        ));
+    }
+    let (p, q) = problem
+        .output_size()
+        .map_err(|m| Error::invalid(kernel.name, m))?;
+    let small = ConvSmall {
+        entry: kernel.entry,
+        cols,
+        x: operands.a.address,
+        w: operands.b.address,
+        c: operands.c.map_or(0, |c| c.address),
+        d: operands.d.address,
+        extents: [
+            problem.n, problem.h, problem.w, problem.c, problem.k, problem.r, problem.s, p, q,
+        ],
+        pad: problem.pad,
+        stride: problem.stride,
+        dilation: problem.dilation,
+        alpha: operands.alpha as f32,
+        beta: operands.beta as f32,
+    };
+    // SAFETY: the operands hold the problem's packed tensors, as the caller promised.
+    unsafe { small.enqueue(stream) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::cost::kernel_seconds;
+
+    fn fprop(nhwc: [usize; 4], krs: [usize; 3], stride: usize, pad: usize, t: DType) -> Conv2dProblem {
+        Conv2dProblem::new(ConvKind::Fprop, nhwc, krs, (t, t, t))
+            .padding(pad, pad)
+            .stride(stride, stride)
+    }
+
+    /// Offered for a channels-last cross-correlation of one type whose filter slice fits, each
+    /// width of that type; never for other kinds, mixed types, the flipped filter or split-K.
+    #[test]
+    fn offered_where_the_filter_slice_fits() {
+        let names =
+            |p: &Conv2dProblem| -> Vec<&str> { candidates(p).iter().map(|c| c.kernel.rust_name).collect() };
+        let stem = fprop([2, 224, 224, 3], [64, 7, 7], 2, 3, DType::F16);
+        assert_eq!(
+            names(&stem),
+            [
+                "conv_small_fprop_f16_kt8",
+                "conv_small_fprop_f16_kt16",
+                "conv_small_fprop_f16_kt32"
+            ]
+        );
+        // 3·3·160 taps: 46 KB of filter at 8 columns; wider slices do not fit.
+        assert_eq!(
+            names(&fprop([1, 8, 8, 160], [4, 3, 3], 1, 1, DType::Bf16)),
+            ["conv_small_fprop_bf16_kt8"]
+        );
+        assert!(names(&fprop([1, 8, 8, 200], [4, 3, 3], 1, 1, DType::F32)).is_empty());
+        let mut dgrad = stem;
+        dgrad.kind = ConvKind::Dgrad;
+        let mut mixed = stem;
+        mixed.elements.2 = DType::F32;
+        let mut flipped = stem;
+        flipped.mode = ConvMode::Convolution;
+        let mut split = stem;
+        split.split_k_slices = 2;
+        for p in [dgrad, mixed, flipped, split] {
+            assert!(names(&p).is_empty(), "{p:?}");
+        }
+    }
+
+    /// The model as bench/conv_small/fit.py computes it (the values it prints for these problems).
+    #[test]
+    fn the_model_is_the_fitted_one() {
+        let cases = [
+            (
+                &F16_8,
+                fprop([16, 224, 224, 3], [32, 3, 3], 2, 1, DType::F16),
+                42.767,
+            ),
+            (
+                &F16_32,
+                fprop([16, 224, 224, 3], [32, 3, 3], 2, 1, DType::F16),
+                34.152,
+            ),
+            (&F16_8, fprop([2, 5, 5, 2], [1, 5, 5], 2, 0, DType::F16), 9.489),
+            (
+                &F16_16,
+                fprop([45, 16, 16, 16], [857, 3, 3], 1, 1, DType::F16),
+                124.583,
+            ),
+        ];
+        for (kernel, problem, expected) in cases {
+            let way = candidates(&problem)
+                .into_iter()
+                .find(|c| std::ptr::eq(c.kernel, kernel))
+                .expect("offered");
+            let us = kernel_seconds(kernel, &way.work, 1, 132) * 1e6;
+            assert!(
+                (us / expected - 1.0).abs() < 1e-3,
+                "{}: {us} vs {expected}",
+                kernel.rust_name
+            );
+        }
+    }
+}
