@@ -880,7 +880,8 @@ fn dispatch_cases() -> Vec<(String, GpuTest)> {
 }
 
 /// The direct fprop of few channels, each type and width: stems of 1 to 16 channels, output
-/// channels off the width (ragged, one), strides, dilation, padding past the image, with C.
+/// channels off the width (ragged, one), strides, dilation, padding past the image, with C; and
+/// the unit-stride dgrad of few input channels (padding 0 to past the filter, dilation, with C).
 fn direct_cases() -> Vec<(String, GpuTest)> {
     let mut out: Vec<(String, GpuTest)> = Vec::new();
     let mut beta = Case::new([3, 11, 9, 5], [7, 3, 3]).pad(1).stride(2);
@@ -899,15 +900,33 @@ fn direct_cases() -> Vec<(String, GpuTest)> {
         ),
         ("c4_k9_pad_past", Case::new([1, 5, 6, 4], [9, 5, 5]).pad(3)),
     ];
+    // The dgrad of few input channels at unit stride (dx's channels are the kernel's output).
+    let mut dgrad_beta = Case::new([2, 9, 11, 3], [40, 3, 3]).pad(1);
+    dgrad_beta.scalars = (1.5, -0.75);
+    let dgrads = [
+        ("c3_k8_5x5", Case::new([2, 21, 19, 3], [8, 5, 5]).pad(2)),
+        ("c1_k5_pad0", Case::new([3, 12, 13, 1], [5, 3, 3])),
+        (
+            "c7_k9_dilation2",
+            Case::new([2, 15, 14, 7], [9, 3, 3]).pad(1).dilation(2),
+        ),
+        ("c3_k40_beta", dgrad_beta),
+    ];
+    let kinds = [(ConvKind::Fprop, &list[..]), (ConvKind::Dgrad, &dgrads[..])];
     for dtype in [DType::F16, DType::Bf16, DType::F32] {
-        for (name, case) in list {
-            for cols in [8, 16, 32] {
-                out.push((
-                    format!("dispatch::fprop_{dtype}_direct_{name}_kt{cols}"),
-                    Box::new(move |ctx: &Arc<CudaContext>| {
-                        dispatched(ctx, ConvKind::Fprop, dtype, case, Route::Small(cols))
-                    }),
-                ));
+        for (kind, cases) in kinds {
+            for &(name, case) in cases {
+                for cols in [8, 16, 32] {
+                    out.push((
+                        format!(
+                            "dispatch::{}_{dtype}_direct_{name}_kt{cols}",
+                            kind.manifest_name()
+                        ),
+                        Box::new(move |ctx: &Arc<CudaContext>| {
+                            dispatched(ctx, kind, dtype, case, Route::Small(cols))
+                        }),
+                    ));
+                }
             }
         }
     }

@@ -1,7 +1,8 @@
 //! The direct fprop of few channels as ways of conv dispatch: a convolution whose filter has few
 //! taps × channels (the stems of image models, C = 1-16) may run on the crate's own CUDA-core
 //! kernel (`support::conv_small`: a thread per output pixel, 8, 16 or 32 output channels each)
-//! instead of an implicit GEMM whose K tile is mostly padding. Each kernel is described like any
+//! instead of an implicit GEMM whose K tile is mostly padding; so may a unit-stride dgrad of few
+//! input channels, as the fprop over dy with the filter flipped. Each kernel is described like any
 //! other ([`KernelInfo`]: operands, a design whose values give the cost model its time), so the
 //! one selection engine ranks it beside CUTLASS's kernels.
 
@@ -58,15 +59,15 @@ static COLS_16: CustomDesign = design!(16, 4, 6722);
 static COLS_32: CustomDesign = design!(32, 3, 4075);
 
 macro_rules! kernel {
-    ($static:ident, $name:literal, $design:ident, $t:ident) => {
-        #[doc = concat!("The direct fprop `cutlass_aot_conv_small_fprop_", $name, "`.")]
+    ($static:ident, $kind:ident, $kind_name:literal, $name:literal, $design:ident, $t:ident) => {
+        #[doc = concat!("The direct ", $kind_name, " `cutlass_aot_conv_small_", $kind_name, "_", $name, "`.")]
         pub static $static: KernelInfo = KernelInfo {
-            name: concat!("cutlass_aot_conv_small_fprop_", $name),
-            rust_name: concat!("conv_small_fprop_", $name),
+            name: concat!("cutlass_aot_conv_small_", $kind_name, "_", $name),
+            rust_name: concat!("conv_small_", $kind_name, "_", $name),
             origin: "built in (cutlass_aot/conv_small.cuh)",
             min_compute_capability: 80,
             operation: Operation::Conv2d(ConvOperation {
-                kind: ConvKind::Fprop,
+                kind: ConvKind::$kind,
                 gemm: GemmOperation {
                     a: TensorAttributes {
                         element: DType::$t,
@@ -110,18 +111,28 @@ const fn concat_c(s: &'static str) -> &'static CStr {
     }
 }
 
-kernel!(F16_8, "f16_kt8", COLS_8, F16);
-kernel!(F16_16, "f16_kt16", COLS_16, F16);
-kernel!(F16_32, "f16_kt32", COLS_32, F16);
-kernel!(BF16_8, "bf16_kt8", COLS_8, Bf16);
-kernel!(BF16_16, "bf16_kt16", COLS_16, Bf16);
-kernel!(BF16_32, "bf16_kt32", COLS_32, Bf16);
-kernel!(F32_8, "f32_kt8", COLS_8, F32);
-kernel!(F32_16, "f32_kt16", COLS_16, F32);
-kernel!(F32_32, "f32_kt32", COLS_32, F32);
+kernel!(F16_8, Fprop, "fprop", "f16_kt8", COLS_8, F16);
+kernel!(F16_16, Fprop, "fprop", "f16_kt16", COLS_16, F16);
+kernel!(F16_32, Fprop, "fprop", "f16_kt32", COLS_32, F16);
+kernel!(BF16_8, Fprop, "fprop", "bf16_kt8", COLS_8, Bf16);
+kernel!(BF16_16, Fprop, "fprop", "bf16_kt16", COLS_16, Bf16);
+kernel!(BF16_32, Fprop, "fprop", "bf16_kt32", COLS_32, Bf16);
+kernel!(F32_8, Fprop, "fprop", "f32_kt8", COLS_8, F32);
+kernel!(F32_16, Fprop, "fprop", "f32_kt16", COLS_16, F32);
+kernel!(F32_32, Fprop, "fprop", "f32_kt32", COLS_32, F32);
+kernel!(DGRAD_F16_8, Dgrad, "dgrad", "f16_kt8", COLS_8, F16);
+kernel!(DGRAD_F16_16, Dgrad, "dgrad", "f16_kt16", COLS_16, F16);
+kernel!(DGRAD_F16_32, Dgrad, "dgrad", "f16_kt32", COLS_32, F16);
+kernel!(DGRAD_BF16_8, Dgrad, "dgrad", "bf16_kt8", COLS_8, Bf16);
+kernel!(DGRAD_BF16_16, Dgrad, "dgrad", "bf16_kt16", COLS_16, Bf16);
+kernel!(DGRAD_BF16_32, Dgrad, "dgrad", "bf16_kt32", COLS_32, Bf16);
+kernel!(DGRAD_F32_8, Dgrad, "dgrad", "f32_kt8", COLS_8, F32);
+kernel!(DGRAD_F32_16, Dgrad, "dgrad", "f32_kt16", COLS_16, F32);
+kernel!(DGRAD_F32_32, Dgrad, "dgrad", "f32_kt32", COLS_32, F32);
 
-/// Every direct fprop kernel with the output channels a thread computes.
-pub static KERNELS: [(&KernelInfo, usize); 9] = [
+/// Every direct kernel (fprop, and a unit-stride dgrad as the fprop over dy) with the output
+/// channels a thread computes.
+pub static KERNELS: [(&KernelInfo, usize); 18] = [
     (&F16_8, 8),
     (&F16_16, 16),
     (&F16_32, 32),
@@ -131,9 +142,18 @@ pub static KERNELS: [(&KernelInfo, usize); 9] = [
     (&F32_8, 8),
     (&F32_16, 16),
     (&F32_32, 32),
+    (&DGRAD_F16_8, 8),
+    (&DGRAD_F16_16, 16),
+    (&DGRAD_F16_32, 32),
+    (&DGRAD_BF16_8, 8),
+    (&DGRAD_BF16_16, 16),
+    (&DGRAD_BF16_32, 32),
+    (&DGRAD_F32_8, 8),
+    (&DGRAD_F32_16, 16),
+    (&DGRAD_F32_32, 32),
 ];
 
-/// The output channels a thread of `kernel` computes, if it is a direct fprop kernel.
+/// The output channels a thread of `kernel` computes, if it is a direct conv kernel.
 pub fn cols_of(kernel: &KernelInfo) -> Option<usize> {
     KERNELS
         .iter()
@@ -144,20 +164,31 @@ pub fn cols_of(kernel: &KernelInfo) -> Option<usize> {
 /// Why `kernel` (a direct fprop kernel of `cols` channels a thread) cannot run `problem`.
 fn refusal(kernel: &KernelInfo, cols: usize, problem: &Conv2dProblem) -> Option<String> {
     let element = kernel.gemm().a.element;
+    let kind = kernel.operation.conv().map(|c| c.kind);
     let (a, b, c) = problem.elements;
-    let shared = shared_bytes(problem.r * problem.s * problem.c, cols);
-    if problem.kind != ConvKind::Fprop {
-        Some("it computes fprop only".into())
+    // The taps each output channel reduces over: r·s·c (fprop), r·s·k (dgrad).
+    let taps = problem.r
+        * problem.s
+        * if problem.kind == ConvKind::Dgrad {
+            problem.k
+        } else {
+            problem.c
+        };
+    let shared = shared_bytes(taps, cols);
+    if Some(problem.kind) != kind {
+        Some(format!("it computes {kind:?}"))
+    } else if problem.kind == ConvKind::Dgrad && problem.stride != [1, 1] {
+        Some("its dgrad takes unit stride only".into())
     } else if (a, b, c) != (element, element, element) {
-        Some(format!("it takes {element:?} activation, filter and output"))
+        Some(format!("it takes {element:?} tensors"))
     } else if problem.mode != ConvMode::CrossCorrelation || problem.layout != ConvLayout::ChannelsLast {
         Some("it computes a cross-correlation of channels-last tensors".into())
     } else if problem.split_k_slices > 1 {
         Some("it does not split".into())
     } else if shared > MAX_SHARED_BYTES {
         Some(format!(
-            "a block takes {shared} bytes of shared memory (the filter slice, r·s·c·{cols} f32; at most \
-             {MAX_SHARED_BYTES})"
+            "a block takes {shared} bytes of shared memory (the filter slice, {taps} taps × {cols} f32; at \
+             most {MAX_SHARED_BYTES})"
         ))
     } else if problem.compute_capability.is_some_and(|cc| cc < 80) {
         Some("it needs compute capability 8.0".into())
@@ -192,7 +223,7 @@ pub fn candidates(problem: &Conv2dProblem) -> Vec<Candidate<ConvWay>> {
 /// Factor on the estimates: no table row calibrates them.
 const MARGIN: f64 = 1.1;
 
-/// Launches direct fprop `kernel` on `operands` of `problem`.
+/// Launches direct `kernel` on `operands` of `problem` (A, B, C, D in the roles of its kind).
 ///
 /// # Safety
 /// As [`super::launch_raw`].
@@ -202,7 +233,7 @@ pub unsafe fn launch(
     problem: &Conv2dProblem,
     operands: &ConvOperands,
 ) -> Result<(), Error> {
-    let cols = cols_of(kernel).ok_or_else(|| Error::invalid(kernel.name, "not a direct fprop kernel"))?;
+    let cols = cols_of(kernel).ok_or_else(|| Error::invalid(kernel.name, "not a direct conv kernel"))?;
     if let Some(why) = refusal(kernel, cols, problem) {
         return Err(Error::invalid(
             kernel.name,
@@ -212,6 +243,26 @@ pub unsafe fn launch(
     let (p, q) = problem
         .output_size()
         .map_err(|m| Error::invalid(kernel.name, m))?;
+    let dgrad = problem.kind == ConvKind::Dgrad;
+    let signed = |v: usize| v as i64;
+    // A unit-stride dgrad is the fprop over dy (extents p, q; k channels) into dx (h, w; c), its
+    // window shifted by dilation·(taps − 1) − pad.
+    let (extents, pad) = if dgrad {
+        let shift = |i: usize, taps: usize| signed(problem.dilation[i] * (taps - 1)) - signed(problem.pad[i]);
+        (
+            [
+                problem.n, p, q, problem.k, problem.c, problem.r, problem.s, problem.h, problem.w,
+            ],
+            [shift(0, problem.r), shift(1, problem.s)],
+        )
+    } else {
+        (
+            [
+                problem.n, problem.h, problem.w, problem.c, problem.k, problem.r, problem.s, p, q,
+            ],
+            problem.pad.map(signed),
+        )
+    };
     let small = ConvSmall {
         entry: kernel.entry,
         cols,
@@ -219,14 +270,13 @@ pub unsafe fn launch(
         w: operands.b.address,
         c: operands.c.map_or(0, |c| c.address),
         d: operands.d.address,
-        extents: [
-            problem.n, problem.h, problem.w, problem.c, problem.k, problem.r, problem.s, p, q,
-        ],
-        pad: problem.pad,
+        extents,
+        pad,
         stride: problem.stride,
         dilation: problem.dilation,
         alpha: operands.alpha as f32,
         beta: operands.beta as f32,
+        dgrad,
     };
     // SAFETY: the operands hold the problem's packed tensors, as the caller promised.
     unsafe { small.enqueue(stream) }
@@ -244,7 +294,8 @@ mod tests {
     }
 
     /// Offered for a channels-last cross-correlation of one type whose filter slice fits, each
-    /// width of that type; never for other kinds, mixed types, the flipped filter or split-K.
+    /// width of that type; never for wgrad, a strided dgrad, mixed types, the flipped filter or
+    /// split-K.
     #[test]
     fn offered_where_the_filter_slice_fits() {
         let names =
@@ -264,15 +315,28 @@ mod tests {
             ["conv_small_fprop_bf16_kt8"]
         );
         assert!(names(&fprop([1, 8, 8, 200], [4, 3, 3], 1, 1, DType::F32)).is_empty());
+        // A dgrad at unit stride only, its taps r·s·k.
         let mut dgrad = stem;
         dgrad.kind = ConvKind::Dgrad;
+        let mut unit = fprop([2, 30, 30, 3], [16, 3, 3], 1, 1, DType::F16);
+        unit.kind = ConvKind::Dgrad;
+        assert_eq!(
+            names(&unit),
+            [
+                "conv_small_dgrad_f16_kt8",
+                "conv_small_dgrad_f16_kt16",
+                "conv_small_dgrad_f16_kt32"
+            ]
+        );
+        let mut wgrad = unit;
+        wgrad.kind = ConvKind::Wgrad;
         let mut mixed = stem;
         mixed.elements.2 = DType::F32;
         let mut flipped = stem;
         flipped.mode = ConvMode::Convolution;
         let mut split = stem;
         split.split_k_slices = 2;
-        for p in [dgrad, mixed, flipped, split] {
+        for p in [dgrad, wgrad, mixed, flipped, split] {
             assert!(names(&p).is_empty(), "{p:?}");
         }
     }

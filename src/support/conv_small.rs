@@ -36,9 +36,12 @@ struct ConvSmallArgs {
     geometry: [i32; 6],
     alpha: f32,
     beta: f32,
+    dgrad: i32,
 }
 
-/// One direct fprop: packed NHWC activation `x`, KRSC filter `w`, NPQK output `d` (and `c`, or 0).
+/// One direct fprop: packed NHWC activation `x`, KRSC filter `w`, NPQK output `d` (and `c`, or 0);
+/// with `dgrad`, a unit-stride dgrad as the fprop over dy (`x` = dy, extents and padding of that
+/// view: dy's for n, h, w, c, dx's channels for k and its rows and columns for p, q).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct ConvSmall {
     /// The kernel's entry (`cutlass_aot_conv_small_fprop_<types>_kt<cols>`).
@@ -50,12 +53,13 @@ pub(crate) struct ConvSmall {
     pub d: u64,
     /// n, h, w, c, k, r, s, p, q.
     pub extents: [usize; 9],
-    /// Padding, stride, dilation: rows, columns.
-    pub pad: [usize; 2],
+    /// Padding (negative: the view starts inside the image), stride, dilation: rows, columns.
+    pub pad: [i64; 2],
     pub stride: [usize; 2],
     pub dilation: [usize; 2],
     pub alpha: f32,
     pub beta: f32,
+    pub dgrad: bool,
 }
 
 impl ConvSmall {
@@ -79,8 +83,12 @@ impl ConvSmall {
         let shared = self.shared_bytes();
         let narrow = |v: usize| i32::try_from(v).ok();
         let extents = self.extents.map(narrow);
-        let geometry = [self.pad, self.stride, self.dilation].concat();
-        let geometry: Vec<Option<i32>> = geometry.into_iter().map(narrow).collect();
+        let geometry: Vec<Option<i32>> = self
+            .pad
+            .iter()
+            .map(|&p| i32::try_from(p).ok())
+            .chain(self.stride.iter().chain(&self.dilation).map(|&v| narrow(v)))
+            .collect();
         let fits = COLS.contains(&self.cols)
             && shared <= MAX_SHARED_BYTES
             && blocks <= i32::MAX as usize
@@ -105,6 +113,7 @@ impl ConvSmall {
             geometry: std::array::from_fn(|i| geometry[i].unwrap_or(0)),
             alpha: self.alpha,
             beta: self.beta,
+            dgrad: i32::from(self.dgrad),
         };
         let grid = (blocks as u32, k.div_ceil(self.cols) as u32, 1);
         unsafe {

@@ -2,9 +2,10 @@
 // R*S*C small), on CUDA cores: each thread computes one output pixel for KT output channels,
 // the block's KT filters resident in shared memory as f32 [r][s][c][KT] (every thread reads the
 // same entry at once: a broadcast); the same memory then stages the block's outputs (256 rows of
-// KT + 1 floats) so that the stores run along channels. NHWC activations and output, KRSC filter, all packed; f32
-// accumulation; out = alpha * conv + beta * C. Where a product has a few thousand multiply-adds
-// per output pixel or more, tensor-core kernels win: the runtime's cost model chooses.
+// KT + 1 floats) so that the stores run along channels. NHWC activations and output, KRSC
+// filter, all packed; f32 accumulation; out = alpha * conv + beta * C. A unit-stride dgrad of few
+// input channels runs as the fprop over dy (`dgrad`). Where a product has a few thousand
+// multiply-adds per output pixel or more, tensor-core kernels win: the runtime's cost model chooses.
 #pragma once
 
 #include "skinny.cuh"
@@ -16,6 +17,9 @@ struct cutlass_aot_conv_small_args {
   int32_t n, h, w_, ch, k, r, s, p, q;
   int32_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
   float alpha, beta;
+  // 1: a unit-stride dgrad as this fprop over dy: the filter read flipped and with its channel
+  // dimensions swapped (w[k][r][s][c] feeds output channel c from input channel k at tap R-1-r).
+  int32_t dgrad;
 };
 
 namespace cutlass_aot_conv_small {
@@ -33,7 +37,12 @@ __device__ void fprop(const cutlass_aot_conv_small_args& a) {
   const int rsc = a.r * a.s * a.ch, k0 = blockIdx.y * KT;
   for (int i = threadIdx.x; i < rsc * KT; i += kThreads) {
     const int kk = i % KT, e = i / KT;
-    wf[i] = k0 + kk < a.k ? to_f32(w[(int64_t)(k0 + kk) * rsc + e]) : 0.f;
+    int64_t at = (int64_t)(k0 + kk) * rsc + e;
+    if (a.dgrad) {
+      const int c = e % a.ch, s = (e / a.ch) % a.s, r = e / (a.ch * a.s);
+      at = (((int64_t)c * a.r + (a.r - 1 - r)) * a.s + (a.s - 1 - s)) * a.k + k0 + kk;
+    }
+    wf[i] = k0 + kk < a.k ? to_f32(w[at]) : 0.f;
   }
   __syncthreads();
   const int64_t pixels = (int64_t)a.n * a.p * a.q, pix0 = (int64_t)blockIdx.x * kThreads;
