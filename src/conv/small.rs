@@ -161,7 +161,7 @@ pub fn cols_of(kernel: &KernelInfo) -> Option<usize> {
         .map(|(_, cols)| *cols)
 }
 
-/// Why `kernel` (a direct fprop kernel of `cols` channels a thread) cannot run `problem`.
+/// Why `kernel` (a direct kernel of `cols` output channels a thread) cannot run `problem`.
 fn refusal(kernel: &KernelInfo, cols: usize, problem: &Conv2dProblem) -> Option<String> {
     let element = kernel.gemm().a.element;
     let kind = kernel.operation.conv().map(|c| c.kind);

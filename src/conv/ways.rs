@@ -199,7 +199,7 @@ pub fn slice_candidates(kernel: &KernelInfo) -> &'static [usize] {
 /// Every way dispatch may run `problem` (compute capability and addresses set): each allowed conv
 /// kernel of its kind and types at each split-K it supports, each GEMM kernel that takes it as
 /// a matrix product (wgrad's long reduction also at 16, 64 and 128 slices), the padded ways and
-/// the direct fprop of few channels ([`super::small`]) — what the benchmark measures.
+/// the direct kernel of few channels ([`super::small`]) — what the benchmark measures.
 pub fn candidates(
     registry: &Registry,
     problem: &Conv2dProblem,
