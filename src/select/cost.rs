@@ -245,6 +245,14 @@ pub fn gemm_bytes(piece: Piece, bits: [u32; 3], reads_c: bool) -> f64 {
     b * (m * k * bits[0] as f64 + k * n * bits[1] as f64 + c_passes * m * n * bits[2] as f64) / 8.0
 }
 
+/// Design value `name` as a number (`None` where the design states no such number).
+fn number(design: &CustomDesign, name: &str) -> Option<f64> {
+    match design.value(name)? {
+        crate::model::custom::DesignValue::Int(v) => Some(v.max(0) as f64),
+        crate::model::custom::DesignValue::Word(_) => None,
+    }
+}
+
 /// Bandwidth a streaming kernel reaches on its bytes (an H100's, measured on skinny GEMMs).
 const STREAMING_BYTES_PER_SECOND: f64 = 2.6e12;
 
@@ -259,10 +267,7 @@ pub fn tiny_seconds(
     element_bytes: f64,
     multiprocessors: u32,
 ) -> Option<f64> {
-    let value = |name: &str| match design.value(name)? {
-        crate::model::custom::DesignValue::Int(v) => Some(v.max(0) as f64),
-        crate::model::custom::DesignValue::Word(_) => None,
-    };
+    let value = |name: &str| number(design, name);
     let per_block = value("tiny_outputs_per_block")?.max(1.0);
     let lanes = value("tiny_lanes")?.max(1.0);
     let slots = value("tiny_max_blocks")?
@@ -320,16 +325,14 @@ fn tiny_sectors(
     })
 }
 
-/// The time of a CUDA-core tile kernel without a mainloop pipeline (`conv::small`'s direct fprop:
+/// The time of a CUDA-core tile kernel without a mainloop pipeline (`conv::small`'s direct conv:
 /// a thread per row of its tile, `direct_cols` columns each, the block's slice of B resident in
-/// shared memory, then its outputs): `ns_fixed`, plus for each wave of resident blocks (`blocks_per_sm`, fewer where
-/// their shared memory does not fit) `ns_per_block` and `ps_per_mac` per multiply-add of a thread,
-/// plus `fs_per_output`; never under its bytes at `mb_per_second`. `None` for other designs.
+/// shared memory, then its outputs): `ns_fixed`, plus for each wave of resident blocks
+/// (`blocks_per_sm`, fewer where their shared memory does not fit) `ns_per_block` and `ps_per_mac`
+/// per multiply-add of a thread, plus `fs_per_output`; never under its bytes at `mb_per_second`.
+/// `None` for other designs.
 pub fn direct_seconds(design: &CustomDesign, work: &Work, multiprocessors: u32) -> Option<f64> {
-    let value = |name: &str| match design.value(name)? {
-        crate::model::custom::DesignValue::Int(v) => Some(v.max(0) as f64),
-        crate::model::custom::DesignValue::Word(_) => None,
-    };
+    let value = |name: &str| number(design, name);
     let (rows, cols) = (value("direct_rows")?.max(1.0), value("direct_cols")?.max(1.0));
     let (fixed, per_block) = (value("ns_fixed")? * 1e-9, value("ns_per_block")? * 1e-9);
     let (per_mac, per_output) = (value("ps_per_mac")? * 1e-12, value("fs_per_output")? * 1e-15);
@@ -369,10 +372,7 @@ pub fn streaming_seconds(
     slices: usize,
     multiprocessors: u32,
 ) -> Option<f64> {
-    let value = |name: &str| match design.value(name)? {
-        crate::model::custom::DesignValue::Int(v) => Some(v.max(0) as f64),
-        crate::model::custom::DesignValue::Word(_) => None,
-    };
+    let value = |name: &str| number(design, name);
     let rows_per_block = value("rows_per_block")?.max(1.0);
     let slots = value("blocks_per_sm")?.max(1.0) * multiprocessors.max(1) as f64;
     let (fs, fs_col) = (value("fs_per_element")?, value("fs_per_element_column")?);
