@@ -83,12 +83,15 @@ impl ConvSmall {
         let shared = self.shared_bytes();
         let narrow = |v: usize| i32::try_from(v).ok();
         let extents = self.extents.map(narrow);
-        let geometry: Vec<Option<i32>> = self
-            .pad
-            .iter()
-            .map(|&p| i32::try_from(p).ok())
-            .chain(self.stride.iter().chain(&self.dilation).map(|&v| narrow(v)))
-            .collect();
+        // No allocation: a plan's launch goes through here.
+        let geometry = [
+            i32::try_from(self.pad[0]).ok(),
+            i32::try_from(self.pad[1]).ok(),
+            narrow(self.stride[0]),
+            narrow(self.stride[1]),
+            narrow(self.dilation[0]),
+            narrow(self.dilation[1]),
+        ];
         let fits = COLS.contains(&self.cols)
             && shared <= MAX_SHARED_BYTES
             && blocks <= i32::MAX as usize
@@ -110,7 +113,7 @@ impl ConvSmall {
             c: self.c,
             d: self.d,
             extents: extents.map(|v| v.unwrap_or(0)),
-            geometry: std::array::from_fn(|i| geometry[i].unwrap_or(0)),
+            geometry: geometry.map(|v| v.unwrap_or(0)),
             alpha: self.alpha,
             beta: self.beta,
             dgrad: i32::from(self.dgrad),
