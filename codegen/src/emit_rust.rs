@@ -595,13 +595,14 @@ fn formula(k: &GemmKernel) -> String {
     let f = &k.fusion;
     let (alpha, beta) = match f.scale {
         Broadcast::None => ("alpha", "beta"),
-        Broadcast::PerRow => ("alpha[row]", "beta[row]"),
-        Broadcast::PerCol => ("alpha[col]", "beta[col]"),
+        // Brackets escaped: the formula goes into rustdoc, where `[row]` would be a link.
+        Broadcast::PerRow => ("alpha\\[row\\]", "beta\\[row\\]"),
+        Broadcast::PerCol => ("alpha\\[col\\]", "beta\\[col\\]"),
     };
     let bias = match f.bias {
         Broadcast::None => "",
-        Broadcast::PerRow => " + bias[row]",
-        Broadcast::PerCol => " + bias[col]",
+        Broadcast::PerRow => " + bias\\[row\\]",
+        Broadcast::PerCol => " + bias\\[col\\]",
     };
     let act = |x: String| match f.activation {
         crate::model::Activation::Identity => x,

@@ -626,7 +626,7 @@ pub fn problem_of(signature: Signature, operands: &GemmOperands, compute_capabil
     }
 }
 
-/// D = alpha·(A @ B) + beta·C with the kernel [`select`] picks from this crate's kernels; returns
+/// D = alpha·(A @ B) + beta·C with the kernel [`select`](fn@select) picks from this crate's kernels; returns
 /// what ran. The typed path for callers who do not want to name a kernel: shapes, buffer lengths
 /// and alignment are checked once, before any kernel is considered. Any shape, leading dimension
 /// and element-aligned view runs (operands no kernel reads as they lie are staged); M, N or a batch
@@ -669,7 +669,7 @@ pub fn run_with<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag
 
 /// [`run_with`] choosing from `registry` with `tables` instead of this crate's kernels: a
 /// downstream crate's own kernels (its generated `REGISTRY` and `TABLES`; with no table
-/// for the device, the bare heuristic of [`select`] chooses).
+/// for the device, the bare heuristic of [`select`](fn@select) chooses).
 #[allow(clippy::too_many_arguments)]
 pub fn run_in<A: Element, B: Element, C: Element, LA: LayoutTag, LB: LayoutTag, LC: LayoutTag>(
     registry: &Registry,

@@ -52,7 +52,7 @@ pub struct Gemm<'a, K: GemmKernel> {
     pub alpha: K::Scalar,
     pub beta: K::Scalar,
     /// K split into this many slices (1: no split), serially or in parallel as the kernel's
-    /// [`KernelInfo::split_k`] says.
+    /// [`Design::split_k`](crate::model::Design::split_k) says.
     pub split_k_slices: usize,
 }
 
@@ -75,7 +75,7 @@ impl<'a, K: GemmKernel> Gemm<'a, K> {
         }
     }
 
-    /// Splits K into `slices` (see [`KernelInfo::split_k`]); the workspace it needs is allocated
+    /// Splits K into `slices` (see [`Design::split_k`](crate::model::Design::split_k)); the workspace it needs is allocated
     /// per stream and reused.
     pub fn split_k(mut self, slices: usize) -> Self {
         self.split_k_slices = slices;
@@ -110,7 +110,7 @@ impl KernelInfo {
     /// need `args.encode_tiled` (the driver's TMA encoder) to build their Params.
     ///
     /// A problem that needs more workspace than `args.workspace_capacity` fails with
-    /// [`Error::InvalidArgument`]; the launch path uses [`KernelInfo::prepare_status`] to grow it.
+    /// [`Error::InvalidArgument`]; the launch path uses `KernelInfo::prepare_status` to grow it.
     pub fn prepare(&'static self, args: &abi::cutlass_aot_gemm_args) -> Result<Prepared, Error> {
         match self.prepare_status(args)? {
             Ok(prepared) => Ok(prepared),

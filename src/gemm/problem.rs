@@ -110,7 +110,7 @@ impl GemmProblem {
         self
     }
 
-    /// Splits K into `slices` (see [`KernelInfo::split_k`]).
+    /// Splits K into `slices` (see [`Design::split_k`](crate::model::Design::split_k)).
     pub fn split_k(mut self, slices: usize) -> Self {
         self.split_k_slices = slices;
         self

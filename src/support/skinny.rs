@@ -11,7 +11,7 @@ use super::{launch_grid, View};
 use crate::error::Error;
 
 /// The most output columns a CUDA-core (dot or axpy) skinny product computes: in groups of
-/// [`GROUP_COLS`], one per block, each reading X.
+/// `GROUP_COLS`, one per block, each reading X.
 pub const MAX_COLS: usize = 64;
 pub const GROUP_COLS: usize = 16;
 /// The most output columns a tensor-core skinny kernel computes, and the fewest its tile has.

@@ -1,7 +1,7 @@
 //! Elementwise kernels (`kind: elementwise`): `d = scale·act(alpha·x ⊕ beta·y)` with the types,
-//! ⊕ and activation fixed per kernel. [`read`] checks an entry and expands its families, [`cpp`]
+//! ⊕ and activation fixed per kernel. `read` checks an entry and expands its families, `cpp`
 //! emits their translation units (two entries per kernel over the glue's template,
-//! `cutlass_aot/elementwise.cuh`), [`rust`] their metadata and typed `run`.
+//! `cutlass_aot/elementwise.cuh`), `rust` their metadata and typed `run`.
 
 mod cpp;
 mod read;

@@ -564,7 +564,7 @@ pub mod bf16_sm90_pingpong {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
-/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_bias_gelu_aux`: D = gelu(alpha·(A @ B) + beta·C + bias[col]), and the value before the activation into the aux output. A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:75.
+/// `cutlass3x_sm90a_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_bias_gelu_aux`: D = gelu(alpha·(A @ B) + beta·C + bias\[col\]), and the value before the activation into the aux output. A bf16 row, B bf16 column, C/D bf16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:75.
 pub mod bf16_sm90_bias_gelu_aux {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
@@ -767,7 +767,7 @@ pub mod f16_sm90_streamk {
         ::cutlass_aot::array::launch_array::<Kernel>(stream, args)
     }
 }
-/// `cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_row_scale_row_bias_silu`: D = silu(alpha[row]·(A @ B) + beta[row]·C + bias[row]). A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:87.
+/// `cutlass3x_sm90a_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x1x1_0_tnt_align8_warpspecialized_cooperative_epi_tma_row_scale_row_bias_silu`: D = silu(alpha\[row\]·(A @ B) + beta\[row\]·C + bias\[row\]). A f16 row, B f16 column, C/D f16 row, accumulating in f32; tile 128x128x64, 0 stages, from golden.yaml:87.
 pub mod f16_sm90_row_scale_row_bias_silu {
     /// Metadata of this kernel (also listed in the registry).
     pub static INFO: ::cutlass_aot::KernelInfo = ::cutlass_aot::KernelInfo {
