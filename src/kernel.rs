@@ -12,7 +12,11 @@ use std::fmt;
 
 use crate::abi;
 use crate::image::Image;
-use crate::model::{Api, Design, EpilogueSpec, GemmOperation, Operation, OperationKind, Shape3};
+use crate::model::custom::CustomDesign;
+use crate::model::{
+    Api, DType, Design, Epilogue, EpilogueSpec, Fusion, GemmOperation, Layout, MathOp, Operation,
+    OperationKind, Shape3, TensorAttributes,
+};
 
 /// Everything known about one compiled kernel. Generated code creates one `static` per kernel.
 #[derive(Debug)]
@@ -133,6 +137,36 @@ pub trait Problem {
 }
 
 impl KernelInfo {
+    /// A kernel of the runtime's support image (`IMAGE_SUPPORT`), launched by the crate's own host
+    /// code (the skinny GEMMs, the direct conv): plain alpha·op + beta·C computed in `compute`,
+    /// any alignment, from compute capability 8.0.
+    pub(crate) const fn built_in(
+        name: &'static str,
+        rust_name: &'static str,
+        origin: &'static str,
+        operation: Operation,
+        design: &'static CustomDesign,
+        compute: DType,
+        entry: &'static CStr,
+    ) -> KernelInfo {
+        KernelInfo {
+            name,
+            rust_name,
+            origin,
+            min_compute_capability: 80,
+            operation,
+            design: Design::Custom(design),
+            epilogue: EpilogueSpec {
+                kind: Epilogue::LinearCombination,
+                compute,
+                fusion: Fusion::NONE,
+            },
+            image: &crate::kernels::IMAGE_SUPPORT,
+            entry,
+            host: HostCode::Custom { built: true },
+        }
+    }
+
     /// CUTLASS 2.x or 3.x.
     pub fn api(&self) -> Api {
         self.design.api()
@@ -272,5 +306,30 @@ impl KernelInfo {
                 reasons,
             })
         }
+    }
+}
+
+/// The GEMM operands of a built-in kernel ([`KernelInfo::built_in`]): A (`layout_a`) and B
+/// (`layout_b`) of `ab`, C/D row-major of `c`, any alignment, plain multiply-add into
+/// `accumulator`.
+pub(crate) const fn built_in_gemm(
+    ab: DType,
+    (layout_a, layout_b): (Layout, Layout),
+    c: DType,
+    accumulator: DType,
+) -> GemmOperation {
+    const fn operand(element: DType, layout: Layout) -> TensorAttributes {
+        TensorAttributes {
+            element,
+            layout,
+            alignment: 1,
+        }
+    }
+    GemmOperation {
+        a: operand(ab, layout_a),
+        b: operand(ab, layout_b),
+        c: operand(c, Layout::Row),
+        accumulator,
+        math: MathOp::MultiplyAdd,
     }
 }

@@ -14,11 +14,11 @@ use super::problem::ConvMode;
 use super::ways::{key_of, ConvWay};
 use super::{Conv2dProblem, ConvOperands};
 use crate::error::Error;
-use crate::kernel::{HostCode, KernelInfo};
+use crate::kernel::{built_in_gemm, KernelInfo};
 use crate::model::custom::{CustomDesign, DesignValue, Expr};
 use crate::model::{
-    Api, ConvKind, ConvLayout, ConvOperation, DType, Design, Epilogue, EpilogueSpec, Fusion, GemmOperation,
-    IteratorAlgorithm, Layout, MathOp, Operation, Shape3, StrideSupport, TensorAttributes,
+    Api, ConvKind, ConvLayout, ConvOperation, DType, IteratorAlgorithm, Layout, Operation, Shape3,
+    StrideSupport,
 };
 use crate::select::{Candidate, Piece, Work};
 use crate::support::conv_small::{shared_bytes, ConvSmall, MAX_SHARED_BYTES, THREADS};
@@ -61,46 +61,26 @@ static COLS_32: CustomDesign = design!(32, 3, 4075);
 macro_rules! kernel {
     ($static:ident, $kind:ident, $kind_name:literal, $name:literal, $design:ident, $t:ident) => {
         #[doc = concat!("The direct ", $kind_name, " `cutlass_aot_conv_small_", $kind_name, "_", $name, "`.")]
-        pub static $static: KernelInfo = KernelInfo {
-            name: concat!("cutlass_aot_conv_small_", $kind_name, "_", $name),
-            rust_name: concat!("conv_small_", $kind_name, "_", $name),
-            origin: "built in (cutlass_aot/conv_small.cuh)",
-            min_compute_capability: 80,
-            operation: Operation::Conv2d(ConvOperation {
+        pub static $static: KernelInfo = KernelInfo::built_in(
+            concat!("cutlass_aot_conv_small_", $kind_name, "_", $name),
+            concat!("conv_small_", $kind_name, "_", $name),
+            "built in (cutlass_aot/conv_small.cuh)",
+            Operation::Conv2d(ConvOperation {
                 kind: ConvKind::$kind,
-                gemm: GemmOperation {
-                    a: TensorAttributes {
-                        element: DType::$t,
-                        layout: Layout::Row,
-                        alignment: 1,
-                    },
-                    b: TensorAttributes {
-                        element: DType::$t,
-                        layout: Layout::Column,
-                        alignment: 1,
-                    },
-                    c: TensorAttributes {
-                        element: DType::$t,
-                        layout: Layout::Row,
-                        alignment: 1,
-                    },
-                    accumulator: DType::F32,
-                    math: MathOp::MultiplyAdd,
-                },
+                gemm: built_in_gemm(
+                    DType::$t,
+                    (Layout::Row, Layout::Column),
+                    DType::$t,
+                    DType::F32,
+                ),
                 layout: ConvLayout::ChannelsLast,
                 iterator: IteratorAlgorithm::Analytic,
                 stride_support: StrideSupport::Strided,
             }),
-            design: Design::Custom(&$design),
-            epilogue: EpilogueSpec {
-                kind: Epilogue::LinearCombination,
-                compute: DType::F32,
-                fusion: Fusion::NONE,
-            },
-            image: &crate::kernels::IMAGE_SUPPORT,
-            entry: concat_c(concat!("cutlass_aot_conv_small_fprop_", $name, "\0")),
-            host: HostCode::Custom { built: true },
-        };
+            &$design,
+            DType::F32,
+            concat_c(concat!("cutlass_aot_conv_small_fprop_", $name, "\0")),
+        );
     };
 }
 
@@ -205,7 +185,10 @@ pub fn candidates(problem: &Conv2dProblem) -> Vec<Candidate<ConvWay>> {
     let Ok((m, n, k)) = problem.gemm_extent() else {
         return Vec::new();
     };
-    let bytes = super::ways::tensor_bytes(problem);
+    let (key, work) = (
+        key_of(problem),
+        Work::single(Piece::new(m, n, k, 1), super::ways::tensor_bytes(problem)),
+    );
     KERNELS
         .iter()
         .filter(|(kernel, cols)| refusal(kernel, *cols, problem).is_none())
@@ -213,8 +196,8 @@ pub fn candidates(problem: &Conv2dProblem) -> Vec<Candidate<ConvWay>> {
             kernel,
             split_k: 1,
             way: ConvWay::Direct,
-            key: key_of(problem),
-            work: Work::single(Piece::new(m, n, k, 1), bytes),
+            key,
+            work: work.clone(),
             margin: MARGIN,
         })
         .collect()

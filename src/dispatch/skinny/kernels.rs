@@ -1,12 +1,9 @@
 //! The skinny kernels as the kernel model describes them: each form's design (the values the cost
 //! model reads), one [`KernelInfo`] per form and element types, and the list dispatch offers.
 
-use crate::kernel::{HostCode, KernelInfo};
+use crate::kernel::{built_in_gemm, KernelInfo};
 use crate::model::custom::{CustomDesign, DesignValue, Expr};
-use crate::model::{
-    Api, DType, Design, Epilogue, EpilogueSpec, Fusion, GemmOperation, Layout, MathOp, Operation, Shape3,
-    TensorAttributes,
-};
+use crate::model::{Api, DType, Layout, Operation, Shape3};
 use crate::support::skinny::{
     dot_rows_per_block, tiny_outputs_per_block, AXPY_ROWS_PER_BLOCK, GROUP_COLS, MAX_TENSOR_COLS,
     MIN_TENSOR_COLS, TENSOR_ROWS_PER_BLOCK, TINY_MAX_BLOCKS,
@@ -142,40 +139,20 @@ static TINY_WARP: CustomDesign = tiny_design!(
 macro_rules! kernel {
     ($static:ident, $name:literal, $design:ident, $a:ident, $c:ident, $acc:ident, $layout_a:ident) => {
         #[doc = concat!("The skinny kernel `cutlass_aot_skinny_", $name, "` (selection tables' rows name it).")]
-        pub static $static: KernelInfo = KernelInfo {
-            name: concat!("cutlass_aot_skinny_", $name),
-            rust_name: concat!("skinny_", $name),
-            origin: "built in (cutlass_aot/skinny.cuh)",
-            min_compute_capability: 80,
-            operation: Operation::Gemm(GemmOperation {
-                a: TensorAttributes {
-                    element: DType::$a,
-                    layout: Layout::$layout_a,
-                    alignment: 1,
-                },
-                b: TensorAttributes {
-                    element: DType::$a,
-                    layout: Layout::Row,
-                    alignment: 1,
-                },
-                c: TensorAttributes {
-                    element: DType::$c,
-                    layout: Layout::Row,
-                    alignment: 1,
-                },
-                accumulator: DType::$acc,
-                math: MathOp::MultiplyAdd,
-            }),
-            design: Design::Custom(&$design),
-            epilogue: EpilogueSpec {
-                kind: Epilogue::LinearCombination,
-                compute: DType::$acc,
-                fusion: Fusion::NONE,
-            },
-            image: &crate::kernels::IMAGE_SUPPORT,
-            entry: c"cutlass_aot_skinny",
-            host: HostCode::Custom { built: true },
-        };
+        pub static $static: KernelInfo = KernelInfo::built_in(
+            concat!("cutlass_aot_skinny_", $name),
+            concat!("skinny_", $name),
+            "built in (cutlass_aot/skinny.cuh)",
+            Operation::Gemm(built_in_gemm(
+                DType::$a,
+                (Layout::$layout_a, Layout::Row),
+                DType::$c,
+                DType::$acc,
+            )),
+            &$design,
+            DType::$acc,
+            c"cutlass_aot_skinny",
+        );
     };
 }
 
