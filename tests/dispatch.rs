@@ -439,7 +439,7 @@ fn skinny_ways_follow_the_narrow_side_and_the_layout() {
 }
 
 /// The tiny forms take any shape in either orientation, unsplit: a warp per output where there
-/// are at most 65,536 outputs, a thread per output where K is at most 64.
+/// are at most 65,536 outputs and 2^24 multiply-adds, a thread per output where K is at most 64.
 #[test]
 fn tiny_ways_are_offered_for_few_outputs_or_short_depth() {
     if !cutlass_aot::kernels::IMAGE_SUPPORT.has_code() {
@@ -456,7 +456,8 @@ fn tiny_ways_are_offered_for_few_outputs_or_short_depth() {
         ways.into_iter().map(|w| (w.0, w.1)).collect::<Vec<_>>()
     };
     let both = |form| [(form, Orientation::AsGiven), (form, Orientation::Transposed)];
-    assert_eq!(tiny(300, 200, 1000), both(Form::TinyWarp));
+    assert_eq!(tiny(300, 200, 250), both(Form::TinyWarp));
+    assert!(tiny(300, 200, 280).is_empty(), "past 2^24 multiply-adds");
     assert_eq!(tiny(3000, 2000, 64), both(Form::TinyThread));
     assert!(tiny(3000, 2000, 65).is_empty());
     assert_eq!(tiny(30, 20, 10).len(), 4);

@@ -198,13 +198,10 @@ pub fn candidates(problem: &Conv2dProblem) -> Vec<Candidate<ConvWay>> {
             way: ConvWay::Direct,
             key,
             work: work.clone(),
-            margin: MARGIN,
+            margin: 1.0,
         })
         .collect()
 }
-
-/// Factor on the estimates: no table row calibrates them.
-const MARGIN: f64 = 1.1;
 
 /// Launches direct `kernel` on `operands` of `problem` (A, B, C, D in the roles of its kind).
 ///

@@ -176,7 +176,12 @@ impl Rates {
                 (family, Fit::Family { rows })
             }
         };
-        let (a, b) = affine_fit(&basis)?;
+        // A design calibrated apart has a model fitted in seconds: its rows correct it locally
+        // only (a scale fitted on the rows a sweep chose to time would carry their bias everywhere).
+        let (a, b) = match Family::of(kernel).apart {
+            Some(_) if !basis.is_empty() => (1.0, 0.0),
+            _ => affine_fit(&basis)?,
+        };
         let model = kernel_seconds(kernel, work, split_k, multiprocessors);
         let fitted = a * model + b;
         Some((
@@ -213,11 +218,16 @@ fn affine_fit(samples: &[&Sample]) -> Option<(f64, f64)> {
     (sxx > 0.0).then(|| (sxy / sxx, 0.0))
 }
 
-/// The weighted mean of nearby samples' log errors against the fit, shrunk by the prior weight.
+/// The weighted mean of nearby samples' log errors against the fit (samples of the same operation
+/// and layouts), shrunk by the prior weight.
 fn local_correction(samples: &[&Sample], key: &Key, (a, b): (f64, f64)) -> f64 {
     let here = octaves(key);
     let (mut weighted, mut weights) = (0.0, PRIOR_WEIGHT);
-    for s in samples.iter().filter(|s| s.key.op == key.op) {
+    // Only problems of the same layouts: a layout-generic kernel's speed depends on them.
+    for s in samples
+        .iter()
+        .filter(|s| s.key.op == key.op && s.key.layouts == key.layouts)
+    {
         let d2: f64 = here
             .iter()
             .zip(&s.octaves)

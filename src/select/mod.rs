@@ -12,7 +12,7 @@
 //! 3. **Model**: the bare model, where neither the kernel nor its family has rows.
 //!
 //! and the lowest estimate runs. Beside measured ways an estimated one must be estimated
-//! [`UNMEASURED_MARGIN`] faster; a way the table could have timed on a problem it measured but did
+//! [`UNMEASURED_MARGIN`] faster, and a bare-model estimate counts [`MODEL_MARGIN`] longer; a way the table could have timed on a problem it measured but did
 //! not (a kernel added since) counts only where no measured way exists. The same engine judges
 //! itself: [`Context::choose_except`] leaves a problem's rows out, as if the table had never
 //! measured it ([`study`]).
@@ -37,6 +37,10 @@ use crate::kernel::KernelInfo;
 /// How much faster than the fastest measured way an estimated way must be estimated to be chosen
 /// over it (about the calibrated model's typical error).
 pub const UNMEASURED_MARGIN: f64 = 1.15;
+
+/// Factor on an estimate of the bare model (nothing of the kernel or its family measured on this
+/// device): it must win clearly over calibrated ways.
+pub const MODEL_MARGIN: f64 = 1.1;
 
 /// One way to run a problem.
 #[derive(Clone, Debug)]
@@ -165,13 +169,14 @@ impl Context<'_> {
                     },
                 };
                 let unmeasured_way = measured.is_none() && visible && self.table.measured(&c.key);
+                let margin = c.margin * if basis == Basis::Model { MODEL_MARGIN } else { 1.0 };
                 Estimated {
                     kernel: c.kernel,
                     split_k: c.split_k,
                     tuning,
                     way: c.way,
                     key: c.key,
-                    estimate_us: (kernel_us + extra_us) * c.margin,
+                    estimate_us: (kernel_us + extra_us) * margin,
                     basis,
                     unmeasured_way,
                 }

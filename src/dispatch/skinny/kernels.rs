@@ -100,8 +100,8 @@ static TENSOR: CustomDesign = CustomDesign {
 /// per step along depth of each pass over the outputs (a thread's step is one element, a warp's
 /// 32), the sectors of X and Y its warps' steps touch, a time per output and a bandwidth; fitted
 /// (`bench/skinny/fit.py`) on harness timings of the fit problems and the tables' skinny problems,
-/// RMS log error 0.150 (thread, 975 timings) and 0.248 (warp, 1,722). No table times them: they are
-/// calibrated apart (`family`) and estimated by this model alone.
+/// RMS log error 0.150 (thread, 975 timings) and 0.248 (warp, 1,722). Calibrated apart (`family`):
+/// on their own rows where the device's table has them, else by this model alone.
 macro_rules! tiny_design {
     ($per_block:expr, $lanes:literal, $fit:expr, $family:literal) => {
         CustomDesign {
