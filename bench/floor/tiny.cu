@@ -1,8 +1,8 @@
-// Prototype compact kernels for tiny GEMMs (a thread per output; a warp per output, its lanes along
-// depth): no staging, no barrier, a short path. Each problem on stdin ("dtype layout m n k batch",
-// A and B letters: t row-major, n column-major; D row-major) runs on both, checked against an f64
-// reference and timed as the benchmarks time (30 launches behind a spin kernel, an event between
-// launches, the median); one JSON line per problem and variant.
+// The tiny GEMM forms alone (a thread per output; a warp per output, its lanes along depth; first
+// prototyped here, now the crate's kernels from cutlass_aot/skinny.cuh). Each problem on stdin
+// ("dtype layout m n k batch", A and B letters: t row-major, n column-major; D row-major) runs on
+// both, checked against an f64 reference and timed as the benchmarks time (30 launches behind a
+// spin kernel, an event between launches, the median); one JSON line per problem and variant.
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I cutlass_glue/include -cudart static bench/floor/tiny.cu
 #define CUTLASS_AOT_DEVICE_PASS 1
 #include "cutlass_aot/skinny.cuh"
@@ -32,44 +32,9 @@ template <typename T> __global__ void err(cutlass_aot_view D, const double* R, i
   }
 }
 
-// A thread per output.
-template <typename T, typename TC, typename Acc>
-__global__ void __launch_bounds__(128) tiny_thread(const cutlass_aot_skinny_args a) {
-  const int64_t outputs = a.rows * a.cols * a.batch;
-  for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < outputs; o += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t b = o / (a.rows * a.cols), r = (o / a.cols) % a.rows, c = o % a.cols;
-    const T* x = at<T>(a.x, b, r, 0);
-    const T* y = at<T>(a.y, b, 0, c);
-    Acc s = Acc(0);
-#pragma unroll 4
-    for (int64_t k = 0; k < a.depth; ++k) s += to_acc<Acc>(x[k * a.x.col_stride]) * to_acc<Acc>(y[k * a.y.row_stride]);
-    Acc v = Acc(a.alpha) * s;
-    if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, r, c));
-    *const_cast<TC*>(at<TC>(a.d, b, r, c)) = from_acc<TC>(v);
-  }
-}
-
-// A warp per output, lanes along depth.
-template <typename T, typename TC, typename Acc>
-__global__ void __launch_bounds__(128) tiny_warp(const cutlass_aot_skinny_args a) {
-  const int64_t outputs = a.rows * a.cols * a.batch;
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
-  for (int64_t o = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; o < outputs; o += warps) {
-    const int64_t b = o / (a.rows * a.cols), r = (o / a.cols) % a.rows, c = o % a.cols;
-    const T* x = at<T>(a.x, b, r, 0);
-    const T* y = at<T>(a.y, b, 0, c);
-    Acc s = Acc(0);
-#pragma unroll 4
-    for (int64_t k = lane; k < a.depth; k += 32) s += to_acc<Acc>(x[k * a.x.col_stride]) * to_acc<Acc>(y[k * a.y.row_stride]);
-#pragma unroll
-    for (int d = 16; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffffu, s, d);
-    if (lane == 0) {
-      Acc v = Acc(a.alpha) * s;
-      if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, r, c));
-      *const_cast<TC*>(at<TC>(a.d, b, r, c)) = from_acc<TC>(v);
-    }
-  }
+// The crate's tiny forms (cutlass_aot/skinny.cuh), launched as dispatch launches them.
+template <typename T, typename Acc, int Lanes> __global__ void __launch_bounds__(128) tiny_form(const cutlass_aot_skinny_args a) {
+  tiny<T, T, Acc, Lanes>(a);
 }
 
 cutlass_aot_view view(uint64_t base, bool rowmajor, int64_t rows, int64_t cols, int64_t bs) {
@@ -91,7 +56,7 @@ template <typename T, typename Acc> void run(const char* dt, std::string lay, in
   void* params[] = {&a};
   const int64_t outputs = m * n * batch;
   for (int variant = 0; variant < 2; ++variant) {
-    void* f = variant ? (void*)tiny_warp<T, T, Acc> : (void*)tiny_thread<T, T, Acc>;
+    void* f = variant ? (void*)tiny_form<T, Acc, 32> : (void*)tiny_form<T, Acc, 1>;
     int64_t per_block = variant ? 4 : 128;
     unsigned blocks = (unsigned)std::min<int64_t>((outputs + per_block - 1) / per_block, 132 * 16);
     auto launch = [&] { cudaLaunchKernel(f, dim3(blocks), dim3(128), params, 0, 0); };

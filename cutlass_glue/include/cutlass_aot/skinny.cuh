@@ -339,50 +339,33 @@ __device__ void reduce(const cutlass_aot_skinny_args& a) {
   }
 }
 
-// Tiny products: no staging, no barrier, a short path. A thread per output (tiny_thread) or a
-// warp per output with its lanes along depth (tiny_warp), outputs in a grid-stride loop over
-// (batch, row, column); where the whole product is a few microseconds' work, the other forms'
-// unrolled paths and staging cost more than it.
-template <typename T, typename TC, typename Acc>
-__device__ __forceinline__ void tiny_store(const cutlass_aot_skinny_args& a, int64_t b, int64_t r, int64_t c, Acc s) {
-  Acc v = Acc(a.alpha) * s;
-  if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, r, c));
-  *const_cast<TC*>(at<TC>(a.d, b, r, c)) = from_acc<TC>(v);
-}
-
+// Tiny products: no staging, no barrier, a short path. `Lanes` lanes per output: 1, a thread per
+// output (tiny_thread); 32, a warp per output with its lanes along depth (tiny_warp); outputs in a
+// grid-stride loop over (batch, row, column). Where the whole product is a few microseconds' work,
+// the other forms' unrolled paths and staging cost more than it.
 constexpr int kTinyThreads = 128;
 
-template <typename T, typename TC, typename Acc>
-__device__ void tiny_thread(const cutlass_aot_skinny_args& a) {
+template <typename T, typename TC, typename Acc, int Lanes>
+__device__ void tiny(const cutlass_aot_skinny_args& a) {
+  static_assert(Lanes == 1 || Lanes == 32, "a thread or a warp per output");
+  constexpr int kPerBlock = kTinyThreads / Lanes;
+  const int lane = threadIdx.x % Lanes;
   const int64_t per_batch = a.rows * a.cols;
-  for (int64_t o = blockIdx.x * (int64_t)kTinyThreads + threadIdx.x; o < per_batch * a.batch;
-       o += (int64_t)gridDim.x * kTinyThreads) {
+  for (int64_t o = blockIdx.x * (int64_t)kPerBlock + threadIdx.x / Lanes; o < per_batch * a.batch;
+       o += (int64_t)gridDim.x * kPerBlock) {
     const int64_t b = o / per_batch, r = (o % per_batch) / a.cols, c = o % a.cols;
     const T* x = at<T>(a.x, b, r, 0);
     const T* y = at<T>(a.y, b, 0, c);
     Acc s = Acc(0);
 #pragma unroll 4
-    for (int64_t k = 0; k < a.depth; ++k) s += to_acc<Acc>(x[k * a.x.col_stride]) * to_acc<Acc>(y[k * a.y.row_stride]);
-    tiny_store<T, TC, Acc>(a, b, r, c, s);
-  }
-}
-
-template <typename T, typename TC, typename Acc>
-__device__ void tiny_warp(const cutlass_aot_skinny_args& a) {
-  constexpr int kWarps = kTinyThreads / 32;
-  const int lane = threadIdx.x % 32;
-  const int64_t per_batch = a.rows * a.cols;
-  for (int64_t o = blockIdx.x * (int64_t)kWarps + threadIdx.x / 32; o < per_batch * a.batch;
-       o += (int64_t)gridDim.x * kWarps) {
-    const int64_t b = o / per_batch, r = (o % per_batch) / a.cols, c = o % a.cols;
-    const T* x = at<T>(a.x, b, r, 0);
-    const T* y = at<T>(a.y, b, 0, c);
-    Acc s = Acc(0);
-#pragma unroll 4
-    for (int64_t k = lane; k < a.depth; k += 32) s += to_acc<Acc>(x[k * a.x.col_stride]) * to_acc<Acc>(y[k * a.y.row_stride]);
+    for (int64_t k = lane; k < a.depth; k += Lanes) s += to_acc<Acc>(x[k * a.x.col_stride]) * to_acc<Acc>(y[k * a.y.row_stride]);
 #pragma unroll
-    for (int d = 16; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffffu, s, d);
-    if (lane == 0) tiny_store<T, TC, Acc>(a, b, r, c, s);
+    for (int d = Lanes / 2; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffffu, s, d);
+    if (lane == 0) {
+      Acc v = Acc(a.alpha) * s;
+      if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, r, c));
+      *const_cast<TC*>(at<TC>(a.d, b, r, c)) = from_acc<TC>(v);
+    }
   }
 }
 
@@ -414,11 +397,11 @@ __device__ void tiny_warp(const cutlass_aot_skinny_args& a) {
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(128) cutlass_aot_skinny_tiny_thread_##NAME(                \
       const cutlass_aot_skinny_args args) {                                                               \
-    cutlass_aot_skinny::tiny_thread<T, TC, ACC>(args);                                                    \
+    cutlass_aot_skinny::tiny<T, TC, ACC, 1>(args);                                                        \
   }                                                                                                       \
   extern "C" __global__ void __launch_bounds__(128) cutlass_aot_skinny_tiny_warp_##NAME(                  \
       const cutlass_aot_skinny_args args) {                                                               \
-    cutlass_aot_skinny::tiny_warp<T, TC, ACC>(args);                                                      \
+    cutlass_aot_skinny::tiny<T, TC, ACC, 32>(args);                                                       \
   }
 
 // Names: A/B element, then C/D element where it differs.
