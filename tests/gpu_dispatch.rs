@@ -642,12 +642,17 @@ fn main() {
                         let streaming = c.m.min(c.n) <= dispatch::skinny::MAX_COLS;
                         for kind in [Kind::CudaCores, Kind::Tensor, Kind::TinyThread, Kind::TinyWarp] {
                             // As dispatch offers them: the tiny forms unsplit, a thread per output
-                            // over short depth, a warp per output over few outputs.
+                            // over short depth, a warp per output over few outputs and few
+                            // multiply-adds.
+                            let outputs = c.m * c.n * c.batch;
                             let offered = match kind {
                                 Kind::CudaCores => streaming,
                                 Kind::Tensor => sixteen_bit,
                                 Kind::TinyThread => c.k <= 64,
-                                Kind::TinyWarp => c.m * c.n * c.batch <= 1 << 16,
+                                Kind::TinyWarp => {
+                                    outputs <= 1 << 16
+                                        && outputs * c.k <= dispatch::skinny::TINY_WARP_MAX_MACS
+                                }
                             };
                             if !offered {
                                 continue;

@@ -108,7 +108,7 @@ fn tiny_enough(form: Form, problem: &GemmProblem) -> bool {
 /// Multiply-adds beyond which the warp form is not offered: in the H100 tables it was the fastest
 /// way of 370 of 786 problems it was timed on up to 2^24 and of 7 of 143 beyond, where its model
 /// underestimates it up to 2x.
-const TINY_WARP_MAX_MACS: usize = 1 << 24;
+pub const TINY_WARP_MAX_MACS: usize = 1 << 24;
 
 /// The view of `operand` laid out as `layout`, read transposed when `transposed`.
 fn view_of(operand: &Operand, layout: Layout, transposed: bool) -> View {
