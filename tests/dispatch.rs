@@ -482,3 +482,38 @@ fn misaligned_decode_products_run_on_skinny_kernels() {
         assert!(decision.staging.is_none());
     }
 }
+
+/// A split way of a CUTLASS kernel is never estimated below the time its partial sums take at full
+/// bandwidth, whatever scale the table's rows fitted (an f32 product with 28 million outputs and
+/// K = 204 ran 1,289 µs at 8 slices, estimated 447).
+#[test]
+fn split_ways_are_never_estimated_under_their_partial_sums() {
+    use cutlass_aot::select::cost::{split_floor_seconds, BYTES_PER_SECOND};
+    let Some(table) = select::table_for(cutlass_aot::kernels::TABLES, H100.name, 90) else {
+        return;
+    };
+    let nn = [Layout::Column, Layout::Column, Layout::Row];
+    let (sig, ops) = problem(DType::F32, nn, (722, 39662, 204, 1), 0, 0);
+    let ways = dispatch::ways(common::gemm_registry(), sig, &ops, &H100, Policy::default());
+    let floors: Vec<f64> = ways
+        .iter()
+        .map(|w| split_floor_seconds(w.kernel, &w.work, w.split_k))
+        .collect();
+    let estimated = dispatch::context(table, &H100).estimate_all(ways, &[]);
+    let mut split = 0;
+    for (e, floor) in estimated.iter().zip(floors) {
+        if e.split_k > 1 && e.kernel.api() == cutlass_aot::model::Api::Cutlass2x {
+            split += 1;
+            // Partial sums of 722 x 39662 outputs: 8 bytes each per extra slice, at most at full speed.
+            assert!(floor >= 8.0 * 722.0 * 39662.0 * (e.split_k - 1) as f64 / BYTES_PER_SECOND);
+            assert!(
+                e.estimate_us >= floor * 1e6,
+                "{} split {}: {} us",
+                e.kernel.name,
+                e.split_k,
+                e.estimate_us
+            );
+        }
+    }
+    assert!(split > 0, "no split 2.x way of the f32 product");
+}

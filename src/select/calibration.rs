@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use super::cost::{kernel_seconds, Work};
+use super::cost::{kernel_seconds, split_floor_seconds, Work};
 use super::table::{Key, Row, DIMS};
 use crate::kernel::KernelInfo;
 use crate::model::{Api, DType, OpClass};
@@ -184,8 +184,11 @@ impl Rates {
         };
         let model = kernel_seconds(kernel, work, split_k, multiprocessors);
         let fitted = a * model + b;
+        let split_floor = split_floor_seconds(kernel, work, split_k);
         Some((
-            (fitted * local_correction(&basis, key, (a, b)).exp()).max(floor),
+            (fitted * local_correction(&basis, key, (a, b)).exp())
+                .max(floor)
+                .max(split_floor),
             fit,
         ))
     }

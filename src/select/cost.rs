@@ -119,14 +119,7 @@ pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiproc
         .map(|pieces| busiest_macs(kernel, pieces, slices, sms))
         .sum();
     let compute = macs / (F16_MACS_PER_SM_SECOND * math_rate(kernel));
-    // Split-K slices write and read back partial sums (f32) of every output tile.
-    let partials: f64 = work
-        .launches
-        .iter()
-        .flatten()
-        .map(|p| 8.0 * (p.m * p.n * p.batch) as f64 * (slices - 1) as f64)
-        .sum();
-    let memory = (work.bytes + partials) / (BYTES_PER_SECOND * memory_rate(kernel));
+    let memory = (work.bytes + partial_bytes(work, slices)) / (BYTES_PER_SECOND * memory_rate(kernel));
     // Serial split-K slices add into each output tile one after another, behind a semaphore.
     let chain = match kernel.design.split_k() {
         SplitK::Serial => (slices - 1) as f64 * SERIAL_SLICE_SECONDS,
@@ -135,6 +128,22 @@ pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiproc
     // Loads and multiply-adds overlap, not perfectly: the smaller term counts a quarter (it also
     // ranks kernels that all wait for memory by the compute they waste).
     compute.max(memory) + 0.25 * compute.min(memory) + chain + work.launches.len() as f64 * LAUNCH_SECONDS
+}
+
+/// Bytes split-K slices move beyond the product's own: partial sums (f32) of every output written
+/// and read back once per extra slice.
+fn partial_bytes(work: &Work, slices: usize) -> f64 {
+    let outputs: usize = work.launches.iter().flatten().map(|p| p.m * p.n * p.batch).sum();
+    8.0 * outputs as f64 * slices.saturating_sub(1) as f64
+}
+
+/// The least time a way of `slices` split-K slices can take, whatever its calibration: its partial
+/// sums at the device's bandwidth (a scale fitted on deep, narrow problems shrinks this term too).
+pub fn split_floor_seconds(kernel: &KernelInfo, work: &Work, slices: usize) -> f64 {
+    if matches!(kernel.design, Design::Custom(_)) {
+        return 0.0;
+    }
+    partial_bytes(work, slices) / (BYTES_PER_SECOND * memory_rate(kernel))
 }
 
 /// The busiest SM's multiply-adds in one launch of `pieces` (output and K in whole tiles), tile
