@@ -517,3 +517,35 @@ fn split_ways_are_never_estimated_under_their_partial_sums() {
     }
     assert!(split > 0, "no split 2.x way of the f32 product");
 }
+
+/// A way estimated by its bare model (nothing of its kernel measured on the device) counts
+/// `MODEL_MARGIN` longer than the model says; one the table calibrates counts as estimated.
+#[test]
+fn bare_model_estimates_carry_the_model_margin() {
+    use cutlass_aot::select::{cost::kernel_seconds, Basis, MODEL_MARGIN};
+    let (sig, ops) = problem(DType::F16, TN, (1000, 1000, 1000, 1), 0, 0);
+    let ways = dispatch::ways(common::gemm_registry(), sig, &ops, &H100, Policy::default());
+    let direct: Vec<_> = ways
+        .into_iter()
+        .filter(|w| w.way.staged.is_none())
+        .take(8)
+        .collect();
+    assert!(!direct.is_empty());
+    let models: Vec<f64> = direct
+        .iter()
+        .map(|w| kernel_seconds(w.kernel, &w.work, w.split_k, H100.multiprocessors) * 1e6)
+        .collect();
+    let bare = dispatch::context(&select::NO_TABLE, &H100).estimate_all(direct.clone(), &[]);
+    for (e, model) in bare.iter().zip(&models) {
+        assert_eq!(e.basis, Basis::Model);
+        assert!(
+            (e.estimate_us - model * MODEL_MARGIN).abs() <= 1e-9 * model,
+            "{}",
+            e.kernel.name
+        );
+    }
+    if let Some(table) = select::table_for(cutlass_aot::kernels::TABLES, H100.name, 90) {
+        let calibrated = dispatch::context(table, &H100).estimate_all(direct, &[]);
+        assert!(calibrated.iter().all(|e| e.basis != Basis::Model));
+    }
+}
