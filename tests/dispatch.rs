@@ -3,58 +3,12 @@
 
 mod common;
 
-use common::{ADDR_A, ADDR_B, ADDR_C, ADDR_D, H100};
+use common::{dispatch_problem as problem, ADDR_C, ADDR_D, H100};
 use cutlass_aot::dispatch::skinny::{self, Form};
 use cutlass_aot::dispatch::{self, stage::StagePlan, Orientation, Policy, Signature};
 use cutlass_aot::model::{DType, Layout};
 use cutlass_aot::select::{self, Basis, Table};
-use cutlass_aot::{Error, GemmOperands, MatrixShape, Operand};
-
-/// Operands of a `dtype` problem with the given layouts, leading-dimension padding and element
-/// offset of every operand (buffers hold exactly what the shapes name).
-fn problem(
-    dtype: DType,
-    [la, lb, lc]: [Layout; 3],
-    (m, n, k, batch): (usize, usize, usize, usize),
-    pad: usize,
-    offset: u64,
-) -> (Signature, GemmOperands) {
-    let bytes = (dtype.bits() / 8) as u64;
-    let op = |rows: usize, cols: usize, layout: Layout, address: u64| {
-        let packed = MatrixShape::packed(rows, cols, layout);
-        let ld = packed.ld + pad;
-        let shape = MatrixShape {
-            ld,
-            batch_count: batch,
-            batch_stride: packed.outer(layout) * ld,
-            ..packed
-        };
-        Operand {
-            shape,
-            len: shape.required_len(layout).unwrap(),
-            address: address + offset * bytes,
-        }
-    };
-    let signature = Signature {
-        element_a: dtype,
-        element_b: dtype,
-        element_c: dtype,
-        layout_a: la,
-        layout_b: lb,
-        layout_c: lc,
-    };
-    let operands = GemmOperands {
-        a: op(m, k, la, ADDR_A),
-        b: op(k, n, lb, ADDR_B),
-        c: Some(op(m, n, lc, ADDR_C)),
-        d: op(m, n, lc, ADDR_D),
-        alpha: 1.0,
-        beta: 0.5,
-        split_k_slices: 1,
-        fusion: Default::default(),
-    };
-    (signature, operands)
-}
+use cutlass_aot::{Error, GemmOperands};
 
 const TN: [Layout; 3] = [Layout::Row, Layout::Column, Layout::Row];
 
@@ -480,72 +434,5 @@ fn misaligned_decode_products_run_on_skinny_kernels() {
             kernel.name
         );
         assert!(decision.staging.is_none());
-    }
-}
-
-/// A split way of a CUTLASS kernel is never estimated below the time its partial sums take at full
-/// bandwidth, whatever scale the table's rows fitted (an f32 product with 28 million outputs and
-/// K = 204 ran 1,289 µs at 8 slices, estimated 447).
-#[test]
-fn split_ways_are_never_estimated_under_their_partial_sums() {
-    use cutlass_aot::select::cost::{split_floor_seconds, BYTES_PER_SECOND};
-    let Some(table) = select::table_for(cutlass_aot::kernels::TABLES, H100.name, 90) else {
-        return;
-    };
-    let nn = [Layout::Column, Layout::Column, Layout::Row];
-    let (sig, ops) = problem(DType::F32, nn, (722, 39662, 204, 1), 0, 0);
-    let ways = dispatch::ways(common::gemm_registry(), sig, &ops, &H100, Policy::default());
-    let floors: Vec<f64> = ways
-        .iter()
-        .map(|w| split_floor_seconds(w.kernel, &w.work, w.split_k))
-        .collect();
-    let estimated = dispatch::context(table, &H100).estimate_all(ways, &[]);
-    let mut split = 0;
-    for (e, floor) in estimated.iter().zip(floors) {
-        if e.split_k > 1 && e.kernel.api() == cutlass_aot::model::Api::Cutlass2x {
-            split += 1;
-            // Partial sums of 722 x 39662 outputs: 8 bytes each per extra slice, at most at full speed.
-            assert!(floor >= 8.0 * 722.0 * 39662.0 * (e.split_k - 1) as f64 / BYTES_PER_SECOND);
-            assert!(
-                e.estimate_us >= floor * 1e6,
-                "{} split {}: {} us",
-                e.kernel.name,
-                e.split_k,
-                e.estimate_us
-            );
-        }
-    }
-    assert!(split > 0, "no split 2.x way of the f32 product");
-}
-
-/// A way estimated by its bare model (nothing of its kernel measured on the device) counts
-/// `MODEL_MARGIN` longer than the model says; one the table calibrates counts as estimated.
-#[test]
-fn bare_model_estimates_carry_the_model_margin() {
-    use cutlass_aot::select::{cost::kernel_seconds, Basis, MODEL_MARGIN};
-    let (sig, ops) = problem(DType::F16, TN, (1000, 1000, 1000, 1), 0, 0);
-    let ways = dispatch::ways(common::gemm_registry(), sig, &ops, &H100, Policy::default());
-    let direct: Vec<_> = ways
-        .into_iter()
-        .filter(|w| w.way.staged.is_none())
-        .take(8)
-        .collect();
-    assert!(!direct.is_empty());
-    let models: Vec<f64> = direct
-        .iter()
-        .map(|w| kernel_seconds(w.kernel, &w.work, w.split_k, H100.multiprocessors) * 1e6)
-        .collect();
-    let bare = dispatch::context(&select::NO_TABLE, &H100).estimate_all(direct.clone(), &[]);
-    for (e, model) in bare.iter().zip(&models) {
-        assert_eq!(e.basis, Basis::Model);
-        assert!(
-            (e.estimate_us - model * MODEL_MARGIN).abs() <= 1e-9 * model,
-            "{}",
-            e.kernel.name
-        );
-    }
-    if let Some(table) = select::table_for(cutlass_aot::kernels::TABLES, H100.name, 90) {
-        let calibrated = dispatch::context(table, &H100).estimate_all(direct, &[]);
-        assert!(calibrated.iter().all(|e| e.basis != Basis::Model));
     }
 }

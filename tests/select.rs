@@ -1,12 +1,20 @@
 //! The selection engine judged on problems its tables lack: every problem of the committed H100
 //! table is left out in turn (its rows hidden from the calibration) and the engine chooses among
 //! the ways the table timed on it (`select::study`). A change to the cost model, the calibration
-//! or the candidates that makes held-out choices worse fails here. No GPU needed.
+//! or the candidates that makes held-out choices worse fails here. Also the engine's bounds on an
+//! estimate (bare-model margin, split-K floor). No GPU needed.
+
+mod common;
 
 use std::collections::BTreeMap;
 
+use common::{dispatch_problem, H100};
+use cutlass_aot::dispatch::{self, Policy};
+use cutlass_aot::model::{DType, Layout};
 use cutlass_aot::select::study::{leave_one_out, Summary};
-use cutlass_aot::select::{table_for, Context};
+use cutlass_aot::select::{self, table_for, Context};
+
+const TN: [Layout; 3] = [Layout::Row, Layout::Column, Layout::Row];
 
 /// Held-out quality per operation: (least geometric mean of fastest ÷ chosen, least share within
 /// 5 % of the fastest). Measured 2026-11-27 on the committed tables with every feature: GEMM 0.986
@@ -119,5 +127,72 @@ fn embedded_skinny_rows_match_the_kernels_they_name() {
             "no embedded row times {}",
             kernel.name
         );
+    }
+}
+
+/// A split way of a CUTLASS kernel is never estimated below the time its partial sums take at full
+/// bandwidth, whatever scale the table's rows fitted (an f32 product with 28 million outputs and
+/// K = 204 ran 1,289 µs at 8 slices, estimated 447).
+#[test]
+fn split_ways_are_never_estimated_under_their_partial_sums() {
+    use cutlass_aot::select::cost::{split_floor_seconds, BYTES_PER_SECOND};
+    let Some(table) = select::table_for(cutlass_aot::kernels::TABLES, H100.name, 90) else {
+        return;
+    };
+    let nn = [Layout::Column, Layout::Column, Layout::Row];
+    let (sig, ops) = dispatch_problem(DType::F32, nn, (722, 39662, 204, 1), 0, 0);
+    let ways = dispatch::ways(common::gemm_registry(), sig, &ops, &H100, Policy::default());
+    let floors: Vec<f64> = ways
+        .iter()
+        .map(|w| split_floor_seconds(w.kernel, &w.work, w.split_k))
+        .collect();
+    let estimated = dispatch::context(table, &H100).estimate_all(ways, &[]);
+    let mut split = 0;
+    for (e, floor) in estimated.iter().zip(floors) {
+        if e.split_k > 1 && e.kernel.api() == cutlass_aot::model::Api::Cutlass2x {
+            split += 1;
+            // Partial sums of 722 x 39662 outputs: 8 bytes each per extra slice, at most at full speed.
+            assert!(floor >= 8.0 * 722.0 * 39662.0 * (e.split_k - 1) as f64 / BYTES_PER_SECOND);
+            assert!(
+                e.estimate_us >= floor * 1e6,
+                "{} split {}: {} us",
+                e.kernel.name,
+                e.split_k,
+                e.estimate_us
+            );
+        }
+    }
+    assert!(split > 0, "no split 2.x way of the f32 product");
+}
+
+/// A way estimated by its bare model (nothing of its kernel measured on the device) counts
+/// `MODEL_MARGIN` longer than the model says; one the table calibrates counts as estimated.
+#[test]
+fn bare_model_estimates_carry_the_model_margin() {
+    use cutlass_aot::select::{cost::kernel_seconds, Basis, MODEL_MARGIN};
+    let (sig, ops) = dispatch_problem(DType::F16, TN, (1000, 1000, 1000, 1), 0, 0);
+    let ways = dispatch::ways(common::gemm_registry(), sig, &ops, &H100, Policy::default());
+    let direct: Vec<_> = ways
+        .into_iter()
+        .filter(|w| w.way.staged.is_none())
+        .take(8)
+        .collect();
+    assert!(!direct.is_empty());
+    let models: Vec<f64> = direct
+        .iter()
+        .map(|w| kernel_seconds(w.kernel, &w.work, w.split_k, H100.multiprocessors) * 1e6)
+        .collect();
+    let bare = dispatch::context(&select::NO_TABLE, &H100).estimate_all(direct.clone(), &[]);
+    for (e, model) in bare.iter().zip(&models) {
+        assert_eq!(e.basis, Basis::Model);
+        assert!(
+            (e.estimate_us - model * MODEL_MARGIN).abs() <= 1e-9 * model,
+            "{}",
+            e.kernel.name
+        );
+    }
+    if let Some(table) = select::table_for(cutlass_aot::kernels::TABLES, H100.name, 90) {
+        let calibrated = dispatch::context(table, &H100).estimate_all(direct, &[]);
+        assert!(calibrated.iter().all(|e| e.basis != Basis::Model));
     }
 }

@@ -1,5 +1,6 @@
-//! Fixtures shared by the CPU test suites (`runtime.rs`, `runtime_3x.rs`): a fake H100, fake
-//! device addresses and operands built from them. Each suite uses a subset.
+//! Fixtures shared by the CPU test suites (`runtime.rs`, `runtime_3x.rs`, `dispatch.rs`,
+//! `select.rs`, ...): a fake H100, fake device addresses and operands built from them. Each suite
+//! uses a subset.
 #![allow(dead_code)]
 
 use cutlass_aot::device::DeviceProps;
@@ -135,4 +136,50 @@ pub fn invalid_message<T>(result: Result<T, Error>) -> String {
         Err(other) => panic!("expected InvalidArgument, got {other:?}"),
         Ok(_) => panic!("expected InvalidArgument, got Ok"),
     }
+}
+
+/// Operands of a `dtype` problem with the given layouts, leading-dimension padding and element
+/// offset of every operand (buffers hold exactly what the shapes name).
+pub fn dispatch_problem(
+    dtype: cutlass_aot::model::DType,
+    [la, lb, lc]: [Layout; 3],
+    (m, n, k, batch): (usize, usize, usize, usize),
+    pad: usize,
+    offset: u64,
+) -> (cutlass_aot::dispatch::Signature, GemmOperands) {
+    let bytes = (dtype.bits() / 8) as u64;
+    let op = |rows: usize, cols: usize, layout: Layout, address: u64| {
+        let packed = MatrixShape::packed(rows, cols, layout);
+        let ld = packed.ld + pad;
+        let shape = MatrixShape {
+            ld,
+            batch_count: batch,
+            batch_stride: packed.outer(layout) * ld,
+            ..packed
+        };
+        Operand {
+            shape,
+            len: shape.required_len(layout).unwrap(),
+            address: address + offset * bytes,
+        }
+    };
+    let signature = cutlass_aot::dispatch::Signature {
+        element_a: dtype,
+        element_b: dtype,
+        element_c: dtype,
+        layout_a: la,
+        layout_b: lb,
+        layout_c: lc,
+    };
+    let operands = GemmOperands {
+        a: op(m, k, la, ADDR_A),
+        b: op(k, n, lb, ADDR_B),
+        c: Some(op(m, n, lc, ADDR_C)),
+        d: op(m, n, lc, ADDR_D),
+        alpha: 1.0,
+        beta: 0.5,
+        split_k_slices: 1,
+        fusion: Default::default(),
+    };
+    (signature, operands)
 }
