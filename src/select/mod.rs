@@ -12,8 +12,9 @@
 //! 3. **Model**: the bare model, where neither the kernel nor its family has rows.
 //!
 //! and the lowest estimate runs. Beside measured ways an estimated one must be estimated
-//! [`UNMEASURED_MARGIN`] faster, and a bare-model estimate counts [`MODEL_MARGIN`] longer; a way the table could have timed on a problem it measured but did
-//! not (a kernel added since) counts only where no measured way exists. The same engine judges
+//! [`UNMEASURED_MARGIN`] faster, and a bare-model estimate counts [`MODEL_MARGIN`] longer; a way
+//! the table could have timed on a problem it measured but did not (a kernel added since) counts
+//! only where no measured way exists. The same engine judges
 //! itself: [`Context::choose_except`] leaves a problem's rows out, as if the table had never
 //! measured it ([`study`]).
 //!
