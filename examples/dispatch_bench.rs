@@ -156,14 +156,7 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<bool, String> {
             layout_b: layouts[1],
             layout_c: layouts[2],
         };
-        let signature = Signature {
-            element_a: dtype,
-            element_b: dtype,
-            element_c: dtype,
-            layout_a: layouts[0],
-            layout_b: layouts[1],
-            layout_c: layouts[2],
-        };
+        let signature = Signature::uniform(dtype, layouts);
         let record = JsonRecord::new()
             .str("device", &device)
             .str("date", &date)

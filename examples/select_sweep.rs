@@ -163,14 +163,7 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<(), String> {
     let mut text = cutlass_aot::select::table::tsv_header(device.name, &common::utc_date());
     let problems = common::sweeps::random_problems(o.count, o.seed, &o.dtypes);
     for (index, &(dtype, layouts, e)) in problems.iter().enumerate() {
-        let signature = Signature {
-            element_a: dtype,
-            element_b: dtype,
-            element_c: dtype,
-            layout_a: layouts[0],
-            layout_b: layouts[1],
-            layout_c: layouts[2],
-        };
+        let signature = Signature::uniform(dtype, layouts);
         let user = user_operands(layouts, e);
         let candidates = dispatch::ways(&REGISTRY, signature, &user, &device, Default::default());
         let every_way: Vec<(Key, &'static cutlass_aot::KernelInfo, usize)> =

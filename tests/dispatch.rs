@@ -3,14 +3,12 @@
 
 mod common;
 
-use common::{dispatch_problem as problem, ADDR_C, ADDR_D, H100};
+use common::{dispatch_problem as problem, ADDR_C, ADDR_D, H100, TN};
 use cutlass_aot::dispatch::skinny::{self, Form};
 use cutlass_aot::dispatch::{self, stage::StagePlan, Orientation, Policy, Signature};
 use cutlass_aot::model::{DType, Layout};
 use cutlass_aot::select::{self, Basis, Table};
 use cutlass_aot::{Error, GemmOperands};
-
-const TN: [Layout; 3] = [Layout::Row, Layout::Column, Layout::Row];
 
 fn decide(signature: Signature, operands: &GemmOperands) -> Result<dispatch::Decision, Error> {
     decide_in(common::gemm_registry(), signature, operands)

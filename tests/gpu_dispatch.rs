@@ -412,14 +412,7 @@ fn run(
         split_k_slices: 1,
         fusion: Default::default(),
     };
-    let signature = Signature {
-        element_a: dtype,
-        element_b: dtype,
-        element_c: dtype,
-        layout_a: la,
-        layout_b: lb,
-        layout_c: lc,
-    };
+    let signature = Signature::uniform(dtype, [la, lb, lc]);
     let options = Options {
         policy,
         workspace: None,

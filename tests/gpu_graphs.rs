@@ -106,17 +106,6 @@ fn replay_matches(
     Ok(())
 }
 
-fn signature(dtype: DType, [la, lb, lc]: [Layout; 3]) -> Signature {
-    Signature {
-        element_a: dtype,
-        element_b: dtype,
-        element_c: dtype,
-        layout_a: la,
-        layout_b: lb,
-        layout_c: lc,
-    }
-}
-
 /// A GEMM problem: its operands over fresh buffers (A, B random; C random when `beta` ≠ 0; D
 /// poisoned).
 struct GemmCase {
@@ -180,7 +169,7 @@ fn table_forcing(
     split_k: usize,
     device: &cutlass_aot::device::DeviceProps,
 ) -> Vec<Table> {
-    let sig = signature(case.dtype, case.layouts);
+    let sig = Signature::uniform(case.dtype, case.layouts);
     let ways = dispatch::ways(&REGISTRY, sig, &case.operands, device, Policy::default());
     let rows: Vec<Row> = ways
         .iter()
@@ -236,7 +225,7 @@ fn gemm_plan_in(
 ) -> Result<(), String> {
     let stream = ctx.new_stream().map_err(|e| format!("stream: {e}"))?;
     let mut case = gemm_case(&stream, dtype, layouts, shape, beta)?;
-    let sig = signature(dtype, layouts);
+    let sig = Signature::uniform(dtype, layouts);
     let device = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
     let tables = match force {
         Some((name, split)) => {
@@ -575,7 +564,7 @@ fn cache_refused_inside_capture(ctx: &Arc<CudaContext>) -> Result<(), String> {
         (64, 64, 0),
         0.5,
     )?;
-    let sig = signature(DType::F16, case.layouts);
+    let sig = Signature::uniform(DType::F16, case.layouts);
     let ran = std::cell::RefCell::new(String::new());
     let result = capture(&stream, || unsafe {
         let capturing = cutlass_aot::workspace::capturing(&stream);

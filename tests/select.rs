@@ -8,13 +8,11 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{dispatch_problem, H100};
+use common::{dispatch_problem, H100, TN};
 use cutlass_aot::dispatch::{self, Policy};
 use cutlass_aot::model::{DType, Layout};
 use cutlass_aot::select::study::{leave_one_out, Summary};
 use cutlass_aot::select::{self, table_for, Context};
-
-const TN: [Layout; 3] = [Layout::Row, Layout::Column, Layout::Row];
 
 /// Held-out quality per operation: (least geometric mean of fastest ÷ chosen, least share within
 /// 5 % of the fastest). Measured 2026-11-27 on the committed tables with every feature: GEMM 0.986

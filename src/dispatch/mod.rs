@@ -196,6 +196,18 @@ pub struct Signature {
 }
 
 impl Signature {
+    /// One element type for A, B and C/D, with `layouts` of A, B and C/D.
+    pub fn uniform(element: DType, [layout_a, layout_b, layout_c]: [Layout; 3]) -> Self {
+        Signature {
+            element_a: element,
+            element_b: element,
+            element_c: element,
+            layout_a,
+            layout_b,
+            layout_c,
+        }
+    }
+
     /// The types and layouts of `problem`.
     pub fn of(problem: &GemmProblem) -> Self {
         Signature {

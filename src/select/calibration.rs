@@ -149,7 +149,8 @@ impl Rates {
         }
         let of = |samples| kept_of(samples, except);
         let own = of(self.by_kernel.get(kernel.name));
-        let family = of(self.by_family.get(&Family::of(kernel)));
+        let family_of_kernel = Family::of(kernel);
+        let family = of(self.by_family.get(&family_of_kernel));
         fn of_split<'s>(samples: &[&'s Sample], split_k: usize) -> Vec<&'s Sample> {
             samples.iter().copied().filter(|s| s.split_k == split_k).collect()
         }
@@ -182,7 +183,7 @@ impl Rates {
         };
         // A design calibrated apart has a model fitted in seconds: its rows correct it locally
         // only (a scale fitted on the rows a sweep chose to time would carry their bias everywhere).
-        let (a, b) = match Family::of(kernel).apart {
+        let (a, b) = match family_of_kernel.apart {
             Some(_) if !basis.is_empty() => (1.0, 0.0),
             _ => affine_fit(&basis)?,
         };

@@ -163,14 +163,7 @@ pub fn dispatch_problem(
             address: address + offset * bytes,
         }
     };
-    let signature = cutlass_aot::dispatch::Signature {
-        element_a: dtype,
-        element_b: dtype,
-        element_c: dtype,
-        layout_a: la,
-        layout_b: lb,
-        layout_c: lc,
-    };
+    let signature = cutlass_aot::dispatch::Signature::uniform(dtype, [la, lb, lc]);
     let operands = GemmOperands {
         a: op(m, k, la, ADDR_A),
         b: op(k, n, lb, ADDR_B),
@@ -183,3 +176,6 @@ pub fn dispatch_problem(
     };
     (signature, operands)
 }
+
+/// A (row-major), B (column-major), D (row-major): the layout every kernel family has.
+pub const TN: [Layout; 3] = [Layout::Row, Layout::Column, Layout::Row];
