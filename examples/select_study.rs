@@ -4,7 +4,7 @@
 //! problem's fastest. No GPU needed (`cutlass_aot::select::study`).
 //!
 //! ```text
-//! cargo run --release --all-features --example select_study -- [--device "NVIDIA H100 80GB HBM3"] [--losses 12]
+//! cargo run --release --all-features --example select_study -- [--device "NVIDIA H100 80GB HBM3"] [--losses 12] [--op conv2d]
 //! ```
 //! Prints, per operation and element type, the geometric mean of fastest ÷ chosen and the share of
 //! problems within 5 % of their fastest, for the calibrated engine and the bare model, and the
@@ -26,6 +26,8 @@ fn main() -> ExitCode {
     };
     let losses: usize = value("--losses").and_then(|s| s.parse().ok()).unwrap_or(12);
     let device = value("--device");
+    // Only operations whose name starts with this (`gemm`, `conv2d`, `conv2d_wgrad`).
+    let op = value("--op").unwrap_or_default();
     let tables: Vec<_> = cutlass_aot::kernels::TABLES
         .iter()
         .filter(|t| device.as_deref().map_or(true, |d| t.device == d))
@@ -46,7 +48,11 @@ fn main() -> ExitCode {
             multiprocessors: sms_of(table.device),
             work_of: &cutlass_aot::operations::row_work,
         };
-        let outcomes = leave_one_out(&context, |_| true, cutlass_aot::operations::problem_of_key);
+        let outcomes = leave_one_out(
+            &context,
+            |o| o.starts_with(op.as_str()),
+            cutlass_aot::operations::problem_of_key,
+        );
         report(&outcomes, losses);
     }
     ExitCode::SUCCESS
@@ -101,10 +107,12 @@ fn report(outcomes: &[Outcome], losses: usize) {
     for o in sorted.iter().take(losses) {
         let (name, split, us) = o.calibrated;
         println!(
-            "  {:.3} {} {:?}: chose {name} split {split} ({us:.1} us), fastest {:.1} us",
+            "  {:.3} {} {:?}: chose {name} split {split} ({us:.1} us), fastest {} split {} ({:.1} us)",
             o.calibrated_ratio(),
             o.keys[0].op,
             &o.keys[0].dims[..],
+            o.fastest.0,
+            o.fastest.1,
             o.fastest_us
         );
     }

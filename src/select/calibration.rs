@@ -1,24 +1,27 @@
 //! The cost model calibrated on a measured table: for a way the table has not timed, the model's
 //! time ([`super::cost`]) mapped to what the same kernel showed on the table's rows.
 //!
-//! Each row is a sample: the model's time x and the measured time y of its way. A kernel's samples
-//! of the same split-K (else its family's of that split-K, else all the kernel's) fit y ≈ a·x + b
-//! by least squares on relative errors: a
-//! scales the model's throughput to the kernel's, b is its fixed cost (launch, tail, a serial
-//! split-K's semaphore chain) that the model does not see. The fitted time is then corrected
-//! towards the samples of nearby problems: each sample's log error against the fit weighs
+//! Each row is a sample: the model's time x, the output tiles t the busiest SM runs one after
+//! another ([`super::cost::busiest_tiles`]), and the measured time y of its way. A kernel's samples
+//! of the same split-K (else its family's of that split-K, else all the kernel's) fit
+//! y ≈ a·x + c·t + b by least squares on relative errors (a > 0, c and b ≥ 0; of the fits with and
+//! without t and b, the closest that keeps those signs; t only with enough samples): a scales the
+//! model's throughput to the kernel's, c is what each tile's start and epilogue cost it (why
+//! short-K, many-wave problems run slower than their multiply-adds), b its fixed cost (launch,
+//! tail, a serial split-K's semaphore chain). The fitted time is then corrected towards the
+//! samples of nearby problems: each sample's log error against the fit weighs
 //! exp(−d²/2σ²), d the distance of the two problems' extents in octaves, and the weighted mean is
 //! shrunk towards 0 by a prior weight, so far-away rows leave the fit alone; only rows of the same
 //! layouts correct it. A kernel without rows takes the fit of its family (same generation,
 //! architecture, math class and A type). A design calibrated apart (the crate's own kernels whose
-//! model is fitted in seconds) keeps a = 1, b = 0 and takes the local correction only. No estimate
-//! falls under the fastest row of its family at its split-K, nor under its partial sums' traffic
-//! ([`super::cost::split_floor_seconds`]). `except` leaves problems out: how selection is judged on
-//! problems a table lacks.
+//! model is fitted in seconds) keeps its model as it is and takes the local correction only. No
+//! estimate falls under the fastest row of its family at its split-K, nor under its partial sums'
+//! traffic ([`super::cost::split_floor_seconds`]). `except` leaves problems out: how selection is
+//! judged on problems a table lacks.
 
 use std::collections::HashMap;
 
-use super::cost::{kernel_seconds, split_floor_seconds, Work};
+use super::cost::{busiest_tiles, kernel_seconds, split_floor_seconds, Work};
 use super::table::{Key, Row, DIMS};
 use crate::kernel::KernelInfo;
 use crate::model::{Api, DType, OpClass};
@@ -29,6 +32,8 @@ const SIGMA: f64 = 1.0;
 const PRIOR_WEIGHT: f64 = 0.3;
 /// Samples of one split-K a fit of that split needs.
 const SPLIT_SAMPLES: usize = 3;
+/// Samples a fit needs before it weighs the busiest SM's tiles as well.
+const TILE_SAMPLES: usize = 8;
 
 /// A kernel family: rows of one family stand in for a kernel of it the table never ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,8 +74,8 @@ struct Sample {
     split_k: usize,
     /// log2(1 + extent) of the key's dims.
     octaves: [f32; DIMS],
-    /// The model's seconds and the measured seconds.
-    model: f64,
+    /// What the fit weighs ([`features`]) and the measured seconds.
+    features: [f64; FEATURES],
     measured: f64,
 }
 
@@ -110,7 +115,7 @@ impl Rates {
                 key: row.key,
                 split_k: row.split_k,
                 octaves: octaves(&row.key),
-                model: kernel_seconds(row.kernel, &work, row.split_k, multiprocessors),
+                features: features(row.kernel, &work, row.split_k, multiprocessors),
                 measured: row.us * 1e-6,
             };
             rates.by_kernel.entry(row.kernel.name).or_default().push(sample);
@@ -183,15 +188,14 @@ impl Rates {
         };
         // A design calibrated apart has a model fitted in seconds: its rows correct it locally
         // only (a scale fitted on the rows a sweep chose to time would carry their bias everywhere).
-        let (a, b) = match family_of_kernel.apart {
-            Some(_) if !basis.is_empty() => (1.0, 0.0),
-            _ => affine_fit(&basis)?,
+        let fit_of_basis = match family_of_kernel.apart {
+            Some(_) if !basis.is_empty() => Coefficients::IDENTITY,
+            _ => linear_fit(&basis)?,
         };
-        let model = kernel_seconds(kernel, work, split_k, multiprocessors);
-        let fitted = a * model + b;
+        let fitted = fit_of_basis.apply(features(kernel, work, split_k, multiprocessors));
         let split_floor = split_floor_seconds(kernel, work, split_k);
         Some((
-            (fitted * local_correction(&basis, key, (a, b)).exp())
+            (fitted * local_correction(&basis, key, fit_of_basis).exp())
                 .max(floor)
                 .max(split_floor),
             fit,
@@ -199,36 +203,103 @@ impl Rates {
     }
 }
 
-/// y ≈ a·x + b over `samples` (x the model's time, y the measured), least squares on relative
-/// errors, a > 0 and b ≥ 0; with a single sample, or where the fit would make b negative, b = 0.
-fn affine_fit(samples: &[&Sample]) -> Option<(f64, f64)> {
-    if samples.is_empty() {
-        return None;
+/// Terms of a calibrated estimate: the model's seconds, the output tiles the busiest SM runs
+/// ([`busiest_tiles`]), and 1 (a fixed cost).
+const FEATURES: usize = 3;
+
+fn features(kernel: &KernelInfo, work: &Work, split_k: usize, multiprocessors: u32) -> [f64; FEATURES] {
+    [
+        kernel_seconds(kernel, work, split_k, multiprocessors),
+        busiest_tiles(kernel, work, split_k, multiprocessors),
+        1.0,
+    ]
+}
+
+/// A kernel's seconds as a weighted sum of its [`features`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Coefficients([f64; FEATURES]);
+
+impl Coefficients {
+    /// The model as it is (the designs calibrated apart).
+    const IDENTITY: Coefficients = Coefficients([1.0, 0.0, 0.0]);
+
+    fn apply(&self, features: [f64; FEATURES]) -> f64 {
+        self.0.iter().zip(features).map(|(c, x)| c * x).sum()
     }
-    // Weights 1/y²: every sample's relative error counts alike.
-    let (mut sxx, mut sx, mut s1, mut sxy, mut sy) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for s in samples {
-        let w = 1.0 / (s.measured * s.measured);
-        sxx += w * s.model * s.model;
-        sx += w * s.model;
-        s1 += w;
-        sxy += w * s.model * s.measured;
-        sy += w * s.measured;
-    }
-    let det = sxx * s1 - sx * sx;
-    if samples.len() > 1 && det > 1e-12 * sxx * s1 {
-        let a = (sxy * s1 - sx * sy) / det;
-        let b = (sxx * sy - sx * sxy) / det;
-        if a > 0.0 && b >= 0.0 {
-            return Some((a, b));
+}
+
+/// measured ≈ a·model + c·tiles + b over `samples`, least squares on relative errors, a > 0 and
+/// c, b ≥ 0: of the fits over {model, tiles, 1}, {model, tiles}, {model, 1} and {model} that keep
+/// those signs, the closest; tiles only with [`TILE_SAMPLES`] samples.
+fn linear_fit(samples: &[&Sample]) -> Option<Coefficients> {
+    const SUBSETS: [&[usize]; 4] = [&[0, 1, 2], &[0, 1], &[0, 2], &[0]];
+    let first = if samples.len() >= TILE_SAMPLES { 0 } else { 2 };
+    let mut best: Option<(f64, Coefficients)> = None;
+    for taken in &SUBSETS[first..] {
+        let Some(solution) = weighted_least_squares(samples, taken) else {
+            continue;
+        };
+        let mut coefficients = [0.0; FEATURES];
+        for (&i, &c) in taken.iter().zip(&solution) {
+            coefficients[i] = c;
+        }
+        if coefficients[0] <= 0.0 || coefficients[1..].iter().any(|&c| c < 0.0) {
+            continue;
+        }
+        let fit = Coefficients(coefficients);
+        let error: f64 = samples
+            .iter()
+            .map(|s| (1.0 - fit.apply(s.features) / s.measured).powi(2))
+            .sum();
+        if best.map_or(true, |(e, _)| error < e) {
+            best = Some((error, fit));
         }
     }
-    (sxx > 0.0).then(|| (sxy / sxx, 0.0))
+    best.map(|(_, fit)| fit)
+}
+
+/// The least-squares coefficients of the features `taken` (weights 1/y²: every sample's
+/// relative error counts alike); `None` where they are not determined.
+fn weighted_least_squares(samples: &[&Sample], taken: &[usize]) -> Option<Vec<f64>> {
+    let n = taken.len();
+    let mut gram = vec![vec![0.0; n + 1]; n];
+    for s in samples {
+        let f = s.features;
+        let w = 1.0 / (s.measured * s.measured);
+        for (r, &i) in taken.iter().enumerate() {
+            for (c, &j) in taken.iter().enumerate() {
+                gram[r][c] += w * f[i] * f[j];
+            }
+            gram[r][n] += w * f[i] * s.measured;
+        }
+    }
+    solve(gram)
+}
+
+/// Gauss-Jordan elimination of an n × (n + 1) augmented system whose left part is a Gram matrix
+/// (symmetric, positive semi-definite: no pivoting needed); `None` where a column is (nearly) a
+/// combination of the others.
+fn solve(mut m: Vec<Vec<f64>>) -> Option<Vec<f64>> {
+    let n = m.len();
+    let diagonal: Vec<f64> = (0..n).map(|i| m[i][i]).collect();
+    for col in 0..n {
+        if m[col][col].is_nan() || m[col][col] <= 1e-9 * diagonal[col] {
+            return None;
+        }
+        let pivot_row = m[col].clone();
+        for (_, values) in m.iter_mut().enumerate().filter(|(row, _)| *row != col) {
+            let factor = values[col] / pivot_row[col];
+            for (x, p) in values.iter_mut().zip(&pivot_row).skip(col) {
+                *x -= factor * p;
+            }
+        }
+    }
+    Some((0..n).map(|i| m[i][n] / m[i][i]).collect())
 }
 
 /// The weighted mean of nearby samples' log errors against the fit (samples of the same operation
 /// and layouts), shrunk by the prior weight.
-fn local_correction(samples: &[&Sample], key: &Key, (a, b): (f64, f64)) -> f64 {
+fn local_correction(samples: &[&Sample], key: &Key, fit: Coefficients) -> f64 {
     let here = octaves(key);
     let (mut weighted, mut weights) = (0.0, PRIOR_WEIGHT);
     // Only problems of the same layouts: a layout-generic kernel's speed depends on them.
@@ -242,8 +313,62 @@ fn local_correction(samples: &[&Sample], key: &Key, (a, b): (f64, f64)) -> f64 {
             .map(|(p, q)| (*p as f64 - *q as f64).powi(2))
             .sum();
         let w = (-d2 / (2.0 * SIGMA * SIGMA)).exp();
-        weighted += w * (s.measured / (a * s.model + b)).ln();
+        weighted += w * (s.measured / fit.apply(s.features)).ln();
         weights += w;
     }
     weighted / weights
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::DType;
+
+    fn sample(model: f64, tiles: f64, measured: f64) -> Sample {
+        let key = Key::new("gemm", [DType::F16; 3], None, &[1, 1, 1, 1]);
+        Sample {
+            key,
+            split_k: 1,
+            octaves: octaves(&key),
+            features: [model, tiles, 1.0],
+            measured,
+        }
+    }
+
+    /// Times made of a scale, a cost per tile and a fixed cost are fitted back exactly.
+    #[test]
+    fn fit_recovers_scale_tile_cost_and_fixed_cost() {
+        let samples: Vec<Sample> = (1..=12)
+            .map(|i| {
+                let (model, tiles) = (i as f64 * 1e-5, ((i * 7) % 5 + 1) as f64);
+                sample(model, tiles, 1.5 * model + 3e-6 * tiles + 2e-6)
+            })
+            .collect();
+        let refs: Vec<&Sample> = samples.iter().collect();
+        let Coefficients([a, c, b]) = linear_fit(&refs).expect("a fit");
+        assert!((a - 1.5).abs() < 1e-6 && (c - 3e-6).abs() < 1e-12 && (b - 2e-6).abs() < 1e-12);
+        // Fewer samples than the tile term needs: scale and fixed cost only.
+        let Coefficients([_, c, _]) = linear_fit(&refs[..TILE_SAMPLES - 1]).expect("a fit");
+        assert_eq!(c, 0.0);
+    }
+
+    /// A tile count that never changes is no term of its own (it is the fixed cost), and a fit
+    /// that would need a negative cost drops that term.
+    #[test]
+    fn fit_keeps_its_terms_determined_and_non_negative() {
+        let same_tiles: Vec<Sample> = (1..=10)
+            .map(|i| sample(i as f64 * 1e-5, 4.0, 2.0 * i as f64 * 1e-5 + 1e-6))
+            .collect();
+        let refs: Vec<&Sample> = same_tiles.iter().collect();
+        let fit = linear_fit(&refs).expect("a fit");
+        let predicted = fit.apply([5e-5, 4.0, 1.0]);
+        assert!((predicted / 1.01e-4 - 1.0).abs() < 1e-9, "{fit:?}");
+        // Measured times that fall with the tile count: no negative cost per tile.
+        let falling: Vec<Sample> = (1..=10)
+            .map(|i| sample(1e-5, i as f64, 1e-5 * (2.0 - 0.1 * i as f64)))
+            .collect();
+        let refs: Vec<&Sample> = falling.iter().collect();
+        let Coefficients([a, c, b]) = linear_fit(&refs).expect("a fit");
+        assert!(a > 0.0 && c >= 0.0 && b >= 0.0);
+    }
 }

@@ -130,6 +130,30 @@ pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiproc
     compute.max(memory) + 0.25 * compute.min(memory) + chain + work.launches.len() as f64 * LAUNCH_SECONDS
 }
 
+/// Output tiles the busiest SM runs one after another (each launch's tiles, split-K slices as tiles
+/// of their own, over the SMs): each costs a start and an epilogue that the multiply-adds do not
+/// show, which calibration weighs per kernel. 0 for the crate's own designs (their models count
+/// their own).
+pub fn busiest_tiles(kernel: &KernelInfo, work: &Work, slices: usize, multiprocessors: u32) -> f64 {
+    if matches!(kernel.design, Design::Custom(_)) {
+        return 0.0;
+    }
+    let (t, c) = (kernel.tile(), kernel.design.cluster());
+    let tile_m = (t.m.max(1) * c.m.max(1)) as usize;
+    let tile_n = (t.n.max(1) * c.n.max(1)) as usize;
+    let cluster = (c.m.max(1) * c.n.max(1)) as f64;
+    work.launches
+        .iter()
+        .map(|pieces| {
+            let tiles: f64 = pieces
+                .iter()
+                .map(|p| (p.m.div_ceil(tile_m) * p.n.div_ceil(tile_n) * p.batch) as f64 * cluster)
+                .sum();
+            (tiles * slices.max(1) as f64 / multiprocessors.max(1) as f64).ceil()
+        })
+        .sum()
+}
+
 /// Bytes split-K slices move beyond the product's own: partial sums (f32) of every output written
 /// and read back once per extra slice.
 fn partial_bytes(work: &Work, slices: usize) -> f64 {

@@ -7,8 +7,8 @@
 //!
 //! 1. **Measured**: the device's table timed exactly this way on exactly this problem — its time.
 //! 2. **Calibrated**: otherwise the cost model's time ([`cost`]) mapped to what the kernel showed on
-//!    the table's rows (a fitted scale and fixed cost), corrected towards its rows of nearby
-//!    problems ([`calibration`]).
+//!    the table's rows (a fitted scale, a cost per output tile of the busiest SM and a fixed cost),
+//!    corrected towards its rows of nearby problems ([`calibration`]).
 //! 3. **Model**: the bare model, where neither the kernel nor its family has rows.
 //!
 //! and the lowest estimate runs. Beside measured ways an estimated one must be estimated

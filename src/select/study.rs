@@ -14,6 +14,8 @@ use super::{Candidate, Context, Key, Row, Table};
 pub struct Outcome {
     pub keys: Vec<Key>,
     pub fastest_us: f64,
+    /// The fastest way: (kernel name, split-K).
+    pub fastest: (&'static str, usize),
     /// The way the calibrated model chose, left out: (kernel name, split-K, measured µs).
     pub calibrated: (&'static str, usize, f64),
     /// The way the bare model chose.
@@ -78,7 +80,8 @@ pub fn leave_one_out(
             let mut keys: Vec<Key> = rows.iter().map(|r| r.key).collect();
             keys.sort_by_key(|k| format!("{k:?}"));
             keys.dedup();
-            let fastest_us = rows.iter().map(|r| r.us).fold(f64::INFINITY, f64::min);
+            let fastest = rows.iter().min_by(|a, b| a.us.total_cmp(&b.us))?;
+            let fastest_us = fastest.us;
             let candidates = || ways_of(rows, context);
             let measured = |kernel: &'static str, split: usize, key: &Key| {
                 rows.iter()
@@ -95,6 +98,7 @@ pub fn leave_one_out(
                 calibrated: pick(context)?,
                 bare: pick(&bare)?,
                 fastest_us,
+                fastest: (fastest.kernel.name, fastest.split_k),
                 keys,
             })
         })
