@@ -739,19 +739,19 @@ fn the_embedded_h100_table_decides_resnet_layers_and_refers_to_compiled_kernels(
         "{} rows",
         table.rows.len()
     );
-    // Every row names a kernel of the registry or one of the crate's skinny GEMM kernels.
+    // Every row names a kernel of the registry or one of the crate's own: the skinny GEMM
+    // kernels and the direct conv, both timed in the tables.
+    let skinny = |r: &select::Row| cutlass_aot::dispatch::skinny::skinny_of(r.kernel).is_some();
+    let direct = |r: &select::Row| cutlass_aot::conv::small::cols_of(r.kernel).is_some();
     for r in table.rows {
-        let skinny = cutlass_aot::dispatch::skinny::skinny_of(r.kernel).is_some();
         assert!(
-            REGISTRY.by_name(r.kernel.name).is_some() || skinny,
+            REGISTRY.by_name(r.kernel.name).is_some() || skinny(r) || direct(r),
             "{}",
             r.kernel.name
         );
     }
-    assert!(table
-        .rows
-        .iter()
-        .any(|r| cutlass_aot::dispatch::skinny::skinny_of(r.kernel).is_some()));
+    assert!(table.rows.iter().any(skinny));
+    assert!(table.rows.iter().any(|r| direct(r) && r.key.op == "conv2d_dgrad"));
     let layer = f16_problem(ConvKind::Fprop, [128, 28, 28, 128], [128, 3, 3]).padding(1, 1);
     let (kernel, _, choice) = chosen(table, &layer, &H100);
     assert_eq!(choice.basis, select::Basis::Measured, "{choice:?}");

@@ -156,9 +156,9 @@ fn table_tokens(tables: &[crate::table::Table]) -> TokenStream {
             };
             let (split_k, swizzle, us) = (row.split_k, row.swizzle, row.us);
             let kernel = match &row.built_in {
-                Some(name) => {
-                    let name = format_ident!("{}", name);
-                    quote!(&::cutlass_aot::dispatch::skinny::#name)
+                Some(path) => {
+                    let path = path.split("::").map(|part| format_ident!("{}", part));
+                    quote!(&::cutlass_aot #(:: #path)*)
                 }
                 None => {
                     let module = format_ident!("{}", row.rust_name);

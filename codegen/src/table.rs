@@ -16,8 +16,8 @@
 //!   `gemm`; `-` for conv.
 //! * `dims`: `gemm` m,n,k,batch (the problem as the kernel ran it: a transposed run's M and N are
 //!   swapped); conv n,h,w,c,k,r,s,pad_h,pad_w,stride_h,stride_w,dilation_h,dilation_w.
-//! * `kernel`: a CUTLASS kernel name, or one of the crate's own skinny GEMM kernels
-//!   (`cutlass_aot_skinny_{dot,axpy,tensor}_{types}`, `cutlass_aot::dispatch::skinny`). A conv row
+//! * `kernel`: a CUTLASS kernel name, or one of the crate's own kernels ([`built_in`]: the skinny
+//!   GEMM forms and the direct conv). A conv row
 //!   may name a GEMM kernel of its types for a 1×1, unpadded, unit-stride problem (run as a matrix
 //!   product).
 //! * `split_k` slices (1: none), `raster` (`auto`, `m`, `n`) and `swizzle` (0, 1, 2, 4, 8) of
@@ -26,7 +26,10 @@
 //! Rows naming a kernel the manifest does not have are dropped with a warning (the table may be
 //! older than the manifest); anything malformed is an error naming its line.
 
+pub mod built_in;
+
 use crate::model::{ConvKind, DType, GemmKernel, Layout, OperationKind, SplitK};
+use built_in::built_in_kernel;
 
 /// The first line of a table.
 pub const HEADER: &str = "# cutlass-aot selection table";
@@ -91,8 +94,8 @@ pub struct Row {
     pub dims: [usize; DIMS],
     /// Rust module name of the kernel.
     pub rust_name: String,
-    /// For a row timing one of the crate's own skinny kernels (not a manifest kernel): the
-    /// `cutlass_aot::dispatch::skinny` static holding it.
+    /// For a row timing one of the crate's own kernels (not a manifest kernel): the path of its
+    /// static under `cutlass_aot` ([`built_in`]).
     pub built_in: Option<String>,
     pub split_k: usize,
     pub raster: Raster,
@@ -207,19 +210,26 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
         .ok_or_else(|| format!("time {:?} is not a positive number of microseconds", f[10]))?;
     // Every field is checked before the kernel name: a malformed row is an error even when its
     // kernel is unknown.
-    if let Some((built_in, a, c, layout_a)) = built_in_kernel(f[KERNEL_FIELD]) {
-        let layout_fits = layout_a.is_none() || layouts.map(|l| l[0]) == layout_a;
-        if op != "gemm" || elements != [a, a, c] || !layout_fits {
+    if let Some(built_in) = built_in_kernel(f[KERNEL_FIELD]) {
+        let layout_fits = built_in.layout_a.is_none() || layouts.map(|l| l[0]) == built_in.layout_a;
+        let split_fits = built_in.splits || split_k == 1;
+        if op != built_in.op
+            || elements != [built_in.ab, built_in.ab, built_in.c]
+            || !layout_fits
+            || !split_fits
+        {
             return Err(format!(
-                "{} runs gemm rows of A and B {} and C {}{}",
+                "{} runs {} rows of A and B {} and C {}{}{}",
                 f[KERNEL_FIELD],
-                a.manifest_name(),
-                c.manifest_name(),
-                match layout_a {
+                built_in.op,
+                built_in.ab.manifest_name(),
+                built_in.c.manifest_name(),
+                match built_in.layout_a {
                     Some(Layout::Row) => ", A row-major (layout t..)",
                     Some(_) => ", A column-major (layout n..)",
                     None => "",
-                }
+                },
+                if built_in.splits { "" } else { ", split_k 1" }
             ));
         }
         return Ok(Some(Row {
@@ -227,8 +237,8 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
             elements,
             layouts,
             dims,
-            rust_name: format!("skinny_{}", built_in.to_lowercase()),
-            built_in: Some(built_in),
+            rust_name: built_in.rust_name,
+            built_in: Some(built_in.path),
             split_k,
             raster,
             swizzle,
@@ -251,35 +261,6 @@ fn parse_row(line: &str, kernels: &[GemmKernel]) -> Result<Option<Row>, String> 
         swizzle,
         us,
     }))
-}
-
-/// For a crate-built skinny kernel named `name` (`cutlass_aot_skinny_tensor_bf16`), which tables
-/// time beside the manifest's kernels: its static in `cutlass_aot::dispatch::skinny`
-/// (`TENSOR_BF16`), the types of A/B and of C, and the layout its A must have (the dot form reads
-/// rows, the axpy form columns, the tensor and tiny forms either).
-fn built_in_kernel(name: &str) -> Option<(String, DType, DType, Option<Layout>)> {
-    let rest = name.strip_prefix("cutlass_aot_skinny_")?;
-    let (form, elements) = ["tiny_thread", "tiny_warp"]
-        .iter()
-        .find_map(|tiny| Some((*tiny, rest.strip_prefix(tiny)?.strip_prefix('_')?)))
-        .or_else(|| rest.split_once('_'))?;
-    let (a, c) = match elements {
-        "f16" => (DType::F16, DType::F16),
-        "bf16" => (DType::Bf16, DType::Bf16),
-        "f32" => (DType::F32, DType::F32),
-        "f64" => (DType::F64, DType::F64),
-        "f16_f32" => (DType::F16, DType::F32),
-        "bf16_f32" => (DType::Bf16, DType::F32),
-        _ => return None,
-    };
-    let layout_a = match form {
-        "dot" => Some(Layout::Row),
-        "axpy" => Some(Layout::Column),
-        "tensor" if a.bits() == 16 => None,
-        "tiny_thread" | "tiny_warp" => None,
-        _ => return None,
-    };
-    Some((rest.to_uppercase(), a, c, layout_a))
 }
 
 fn parse_layouts(op: &str, field: &str) -> Result<Option<[Layout; 3]>, String> {
@@ -518,10 +499,13 @@ operations:
         assert_eq!(
             built_in,
             [
-                (Some("TENSOR_BF16"), "skinny_tensor_bf16"),
-                (Some("AXPY_F16_F32"), "skinny_axpy_f16_f32"),
-                (Some("TINY_WARP_F64"), "skinny_tiny_warp_f64"),
-                (Some("TINY_THREAD_BF16_F32"), "skinny_tiny_thread_bf16_f32")
+                (Some("dispatch::skinny::TENSOR_BF16"), "skinny_tensor_bf16"),
+                (Some("dispatch::skinny::AXPY_F16_F32"), "skinny_axpy_f16_f32"),
+                (Some("dispatch::skinny::TINY_WARP_F64"), "skinny_tiny_warp_f64"),
+                (
+                    Some("dispatch::skinny::TINY_THREAD_BF16_F32"),
+                    "skinny_tiny_thread_bf16_f32"
+                )
             ]
         );
         assert_eq!(t.unknown_kernels, ["cutlass_aot_skinny_tensor_f32"]);

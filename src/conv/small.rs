@@ -20,7 +20,7 @@ use crate::model::{
     Api, ConvKind, ConvLayout, ConvOperation, DType, IteratorAlgorithm, Layout, Operation, Shape3,
     StrideSupport,
 };
-use crate::select::{Candidate, Piece, Work};
+use crate::select::Candidate;
 use crate::support::conv_small::{shared_bytes, ConvSmall, MAX_SHARED_BYTES, THREADS};
 
 const NO_EXPR: Expr = Expr { text: "", code: &[] };
@@ -182,23 +182,19 @@ pub fn candidates(problem: &Conv2dProblem) -> Vec<Candidate<ConvWay>> {
     if !crate::kernels::IMAGE_SUPPORT.has_code() {
         return Vec::new();
     }
-    let Ok((m, n, k)) = problem.gemm_extent() else {
-        return Vec::new();
-    };
-    let (key, work) = (
-        key_of(problem),
-        Work::single(Piece::new(m, n, k, 1), super::ways::tensor_bytes(problem)),
-    );
+    let key = key_of(problem);
     KERNELS
         .iter()
         .filter(|(kernel, cols)| refusal(kernel, *cols, problem).is_none())
-        .map(|(kernel, _)| Candidate {
-            kernel,
-            split_k: 1,
-            way: ConvWay::Direct,
-            key,
-            work: work.clone(),
-            margin: 1.0,
+        .filter_map(|(kernel, _)| {
+            Some(Candidate {
+                kernel,
+                split_k: 1,
+                way: ConvWay::Direct,
+                key,
+                work: super::ways::work_of(kernel, problem)?,
+                margin: 1.0,
+            })
         })
         .collect()
 }

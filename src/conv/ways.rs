@@ -122,6 +122,11 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
         let (m, n, k) = gemm_extent_of(problem)?;
         return Some(Work::single(Piece::new(m, n, k, 1), bytes));
     }
+    if super::small::cols_of(kernel).is_some() {
+        // The direct kernel runs the implicit GEMM's extent as it is (its model counts its taps).
+        let (m, n, k) = extent;
+        return Some(Work::single(Piece::new(m, n, k, 1), bytes));
+    }
     if problem.kind == ConvKind::Dgrad && problem.stride != [1, 1] {
         // A 2.x unit-stride kernel computes the phases into scratch and copies them into dx.
         let staged = kernel.api() == Api::Cutlass2x
