@@ -16,17 +16,16 @@
 //!   `gemm`; `-` for conv.
 //! * `dims`: `gemm` m,n,k,batch (the problem as the kernel ran it: a transposed run's M and N are
 //!   swapped); conv n,h,w,c,k,r,s,pad_h,pad_w,stride_h,stride_w,dilation_h,dilation_w.
-//! * `kernel`: a CUTLASS kernel name, or one of the crate's own kernels ([`built_in`]: the skinny
-//!   GEMM forms and the direct conv). A conv row
-//!   may name a GEMM kernel of its types for a 1×1, unpadded, unit-stride problem (run as a matrix
-//!   product).
+//! * `kernel`: a CUTLASS kernel name, or one of the crate's own kernels (`table/built_in.rs`: the
+//!   skinny GEMM forms and the direct conv). A conv row may name a GEMM kernel of its types for a
+//!   1×1, unpadded, unit-stride problem (run as a matrix product).
 //! * `split_k` slices (1: none), `raster` (`auto`, `m`, `n`) and `swizzle` (0, 1, 2, 4, 8) of
 //!   CUTLASS 3.x persistent kernels, `us` the time in microseconds.
 //!
 //! Rows naming a kernel the manifest does not have are dropped with a warning (the table may be
 //! older than the manifest); anything malformed is an error naming its line.
 
-pub mod built_in;
+mod built_in;
 
 use crate::model::{ConvKind, DType, GemmKernel, Layout, OperationKind, SplitK};
 use built_in::built_in_kernel;
@@ -95,7 +94,7 @@ pub struct Row {
     /// Rust module name of the kernel.
     pub rust_name: String,
     /// For a row timing one of the crate's own kernels (not a manifest kernel): the path of its
-    /// static under `cutlass_aot` ([`built_in`]).
+    /// static under `cutlass_aot` (`table/built_in.rs`).
     pub built_in: Option<String>,
     pub split_k: usize,
     pub raster: Raster,
