@@ -138,20 +138,23 @@ pub fn busiest_tiles(kernel: &KernelInfo, work: &Work, slices: usize, multiproce
     if matches!(kernel.design, Design::Custom(_)) {
         return 0.0;
     }
-    let (t, c) = (kernel.tile(), kernel.design.cluster());
-    let tile_m = (t.m.max(1) * c.m.max(1)) as usize;
-    let tile_n = (t.n.max(1) * c.n.max(1)) as usize;
-    let cluster = (c.m.max(1) * c.n.max(1)) as f64;
     work.launches
         .iter()
         .map(|pieces| {
-            let tiles: f64 = pieces
-                .iter()
-                .map(|p| (p.m.div_ceil(tile_m) * p.n.div_ceil(tile_n) * p.batch) as f64 * cluster)
-                .sum();
+            let tiles: f64 = pieces.iter().map(|p| output_ctas(kernel, p)).sum();
             (tiles * slices.max(1) as f64 / multiprocessors.max(1) as f64).ceil()
         })
         .sum()
+}
+
+/// The CTAs `kernel` launches over the output of `piece`: its tiles, padded to whole clusters (a
+/// cluster runs whole: a group of one M tile under a 2x1 cluster runs an idle second CTA).
+fn output_ctas(kernel: &KernelInfo, piece: &Piece) -> f64 {
+    let (t, c) = (kernel.tile(), kernel.design.cluster());
+    let (cm, cn) = (c.m.max(1) as usize, c.n.max(1) as usize);
+    let clusters_m = piece.m.div_ceil(t.m.max(1) as usize * cm);
+    let clusters_n = piece.n.div_ceil(t.n.max(1) as usize * cn);
+    (clusters_m * cm * clusters_n * cn * piece.batch) as f64
 }
 
 /// Bytes split-K slices move beyond the product's own: partial sums (f32) of every output written
@@ -175,17 +178,14 @@ pub fn split_floor_seconds(kernel: &KernelInfo, work: &Work, slices: usize) -> f
 /// The busiest SM's multiply-adds in one launch of `pieces` (output and K in whole tiles), tile
 /// penalty and split-K traffic included.
 fn busiest_macs(kernel: &KernelInfo, pieces: &[Piece], slices: usize, sms: f64) -> f64 {
-    let (t, c) = (kernel.tile(), kernel.design.cluster());
+    let t = kernel.tile();
     let (tm, tn, tk) = (t.m.max(1) as f64, t.n.max(1) as f64, t.k.max(1) as f64);
-    let (cm, cn) = (c.m.max(1) as f64, c.n.max(1) as f64);
     let s = slices as f64;
     let mut tiles = 0.0;
     let mut total = 0.0;
     let mut longest = 0.0f64;
     for p in pieces.iter().filter(|p| p.m * p.n * p.batch > 0) {
-        // A cluster runs whole: a group of one M tile under a 2x1 cluster runs an idle second CTA.
-        let ctas =
-            (p.m as f64 / (tm * cm)).ceil() * cm * (p.n as f64 / (tn * cn)).ceil() * cn * p.batch as f64;
+        let ctas = output_ctas(kernel, p);
         // Each slice's K runs in whole K tiles.
         let tile_macs = tm * tn * ((p.k.max(1) as f64 / s).ceil() / tk).ceil() * tk;
         tiles += ctas * s;
