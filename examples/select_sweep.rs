@@ -12,6 +12,10 @@
 //! ```
 //! Problems come from `common::sweeps::random_problems`, as `dispatch_bench --random` draws them
 //! (with another seed, the two sets do not overlap).
+//!
+//! After a change to a kernel, `--retime NAME` times again every way of the device's embedded
+//! table whose kernel's name contains NAME, on the row's own problem, and writes those rows; they
+//! replace the old ones in `bench/dispatch/*.tsv` (same key, kernel and split).
 
 mod common;
 
@@ -32,7 +36,10 @@ usage: select_sweep --out TABLE.tsv [options]
   --count N       random problems (default 100), --seed S (default 11)
   --dtype T,...   f16 bf16 f32 f64 (default f16,bf16)
   --top N         ways timed per problem, best estimated first (default 10)
-  --iters N       timed launches per way (default 10; fewer where a launch is long)";
+  --iters N       timed launches per way (default 10; fewer where a launch is long)
+  --retime NAME   instead of random problems: time again every way of the device's embedded
+                  table whose kernel name contains NAME (after a change to that kernel), each on
+                  its row's problem; rows of the ways dispatch no longer offers are reported";
 
 struct Settings {
     count: usize,
@@ -41,6 +48,7 @@ struct Settings {
     top: usize,
     iters: usize,
     out: String,
+    retime: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Settings, String> {
@@ -51,6 +59,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
         top: 10,
         iters: 10,
         out: String::new(),
+        retime: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -65,6 +74,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
             "--top" => o.top = number(value()?)?.max(1),
             "--iters" => o.iters = number(value()?)?.max(3),
             "--out" => o.out = value()?,
+            "--retime" => o.retime = Some(value()?),
             "--dtype" => {
                 o.dtypes = value()?
                     .split(',')
@@ -153,107 +163,165 @@ fn user_operands(layouts: [cutlass_aot::model::Layout; 3], e: Extents) -> GemmOp
     }
 }
 
+/// Times ways on packed operands, one set per problem as its ways run it.
+struct Timer<'a> {
+    ctx: &'a Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    device: cutlass_aot::device::DeviceProps,
+    spinner: Option<Spinner>,
+    pools: Pools,
+    data: std::collections::HashMap<Key, GemmData>,
+    iters: usize,
+}
+
+impl Timer<'_> {
+    /// The median time of `way` in microseconds; `every_way` are the ways of its problem (a
+    /// skinny way runs through dispatch, steered onto it by a table that times it alone).
+    fn time(
+        &mut self,
+        signature: Signature,
+        every_way: &[(Key, &'static cutlass_aot::KernelInfo, usize)],
+        way: &Picked,
+    ) -> Result<f64, String> {
+        let (kernel, split_k) = (way.kernel, way.split_k);
+        let kernel_split = if way.skinny { 1 } else { split_k };
+        let data = match self.data.entry(way.data_key) {
+            std::collections::hash_map::Entry::Occupied(d) => d.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(data_of(&self.stream, &mut self.pools, &way.data_key)?)
+            }
+        };
+        let operands = data.operands_split(1.0, 0.0, kernel_split);
+        let forced = way
+            .skinny
+            .then(|| forcing_table(&self.device, every_way, (way.key, kernel, split_k)));
+        let stream = &self.stream;
+        let launch = || match forced {
+            // SAFETY (both): the buffers of `data` hold exactly the key's element types and
+            // lengths.
+            None => unsafe { gemm::launch_raw(kernel, stream, &operands) },
+            Some(tables) => unsafe {
+                dispatch::launch_raw_with(
+                    &REGISTRY,
+                    tables,
+                    stream,
+                    signature,
+                    &operands,
+                    Default::default(),
+                )
+            }
+            .and_then(|ran| match ran.kernel {
+                Some(k) if std::ptr::eq(k, kernel) && ran.split_k == split_k => Ok(()),
+                other => Err(cutlass_aot::Error::invalid(
+                    "select_sweep",
+                    format!(
+                        "dispatch ran {:?} split {}, not the forced way",
+                        other.map(|k| k.rust_name),
+                        ran.split_k
+                    ),
+                )),
+            }),
+        };
+        common::time_launches(
+            self.ctx,
+            stream,
+            2,
+            self.iters,
+            Some(0.05),
+            self.spinner.as_ref(),
+            launch,
+        )
+        .map(|t| t.median_us.max(0.01))
+        .map_err(|why| format!("{} split {split_k}: {why}", kernel.rust_name))
+    }
+}
+
+/// The ways the engine ranks first for the user's problem (`top` of them, then the best of each
+/// orientation and of direct and staged ways).
+fn top_ways(ranked: &[cutlass_aot::select::Estimated<dispatch::GemmWay>], top: usize) -> Vec<Picked> {
+    let mut picked: Vec<Picked> = Vec::new();
+    let mut seen_kinds = BTreeMap::new();
+    for r in ranked {
+        let kind = (format!("{:?}", r.way.orientation), r.way.staged.is_some());
+        let first_of_kind = seen_kinds.insert(kind, ()).is_none();
+        let known = picked
+            .iter()
+            .any(|p| p.key == r.key && std::ptr::eq(p.kernel, r.kernel) && p.split_k == r.split_k);
+        if (picked.len() < top || first_of_kind) && !known {
+            let skinny = dispatch::skinny::elements_of(r.kernel).is_some();
+            let transposed = r.way.orientation == dispatch::Orientation::Transposed;
+            picked.push(Picked {
+                key: r.key,
+                kernel: r.kernel,
+                split_k: r.split_k,
+                // A skinny way runs through dispatch, on the problem as the user gave it.
+                data_key: match (skinny, transposed) {
+                    (true, true) => dispatch::candidates::transposed_key(&r.key),
+                    _ => r.key,
+                },
+                skinny,
+            });
+        }
+    }
+    picked
+}
+
+/// The problem a GEMM key describes, as a user gives it (the key's own orientation).
+fn user_problem(key: &Key) -> Option<(DType, [cutlass_aot::model::Layout; 3], Extents)> {
+    let [m, n, k, batch, ..] = key.dims;
+    (key.op == "gemm").then_some((key.elements[0], key.layouts?, Extents { m, n, k, batch }))
+}
+
 fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<(), String> {
     let stream = ctx.new_stream().map_err(|e| e.to_string())?;
     let device = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
     let table = cutlass_aot::select::table_for(kernels::TABLES, device.name, device.compute_capability)
         .unwrap_or(&NO_TABLE);
-    let spinner = Spinner::new(ctx).ok();
-    let mut pools = Pools::new(stream.clone());
     let mut text = cutlass_aot::select::table::tsv_header(device.name, &common::utc_date());
+    let mut timer = Timer {
+        ctx,
+        stream: stream.clone(),
+        device,
+        spinner: Spinner::new(ctx).ok(),
+        pools: Pools::new(stream),
+        data: Default::default(),
+        iters: o.iters,
+    };
+    match &o.retime {
+        Some(name) => retime(&mut timer, table, name, &mut text)?,
+        None => sweep(&mut timer, table, o, &mut text)?,
+    }
+    std::fs::write(&o.out, text).map_err(|e| format!("{}: {e}", o.out))
+}
+
+/// Times the top ways of random problems.
+fn sweep(
+    timer: &mut Timer,
+    table: &cutlass_aot::select::Table,
+    o: &Settings,
+    text: &mut String,
+) -> Result<(), String> {
     let problems = common::sweeps::random_problems(o.count, o.seed, &o.dtypes);
     for (index, &(dtype, layouts, e)) in problems.iter().enumerate() {
         let signature = Signature::uniform(dtype, layouts);
         let user = user_operands(layouts, e);
-        let candidates = dispatch::ways(&REGISTRY, signature, &user, &device, Default::default());
-        let every_way: Vec<(Key, &'static cutlass_aot::KernelInfo, usize)> =
-            candidates.iter().map(|c| (c.key, c.kernel, c.split_k)).collect();
-        let mut ranked = dispatch::context(table, &device).estimate_all(candidates, &[]);
+        let candidates = dispatch::ways(&REGISTRY, signature, &user, &timer.device, Default::default());
+        let every_way: Vec<_> = candidates.iter().map(|c| (c.key, c.kernel, c.split_k)).collect();
+        let mut ranked = dispatch::context(table, &timer.device).estimate_all(candidates, &[]);
         ranked.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us));
-        // The top ways, then the best of each orientation and of direct and staged ways.
-        let mut picked: Vec<Picked> = Vec::new();
-        let mut seen_kinds = BTreeMap::new();
-        for r in &ranked {
-            let kind = (format!("{:?}", r.way.orientation), r.way.staged.is_some());
-            let first_of_kind = seen_kinds.insert(kind, ()).is_none();
-            let known = picked
-                .iter()
-                .any(|p| p.key == r.key && std::ptr::eq(p.kernel, r.kernel) && p.split_k == r.split_k);
-            if (picked.len() < o.top || first_of_kind) && !known {
-                let skinny = dispatch::skinny::elements_of(r.kernel).is_some();
-                let transposed = r.way.orientation == dispatch::Orientation::Transposed;
-                picked.push(Picked {
-                    key: r.key,
-                    kernel: r.kernel,
-                    split_k: r.split_k,
-                    // A skinny way runs through dispatch, on the problem as the user gave it.
-                    data_key: match (skinny, transposed) {
-                        (true, true) => dispatch::candidates::transposed_key(&r.key),
-                        _ => r.key,
-                    },
-                    skinny,
-                });
-            }
-        }
         let mut best: Option<(f64, String)> = None;
-        // Operands per key, shared by the ways that run it.
-        let mut data: std::collections::HashMap<Key, GemmData> = std::collections::HashMap::new();
-        for Picked {
-            key,
-            kernel,
-            split_k,
-            data_key,
-            skinny,
-        } in picked
-        {
-            let kernel_split = if skinny { 1 } else { split_k };
-            let operands = match data.entry(data_key) {
-                std::collections::hash_map::Entry::Occupied(d) => {
-                    d.get().operands_split(1.0, 0.0, kernel_split)
-                }
-                std::collections::hash_map::Entry::Vacant(slot) => slot
-                    .insert(data_of(&stream, &mut pools, &data_key)?)
-                    .operands_split(1.0, 0.0, kernel_split),
-            };
-            // Skinny kernels launch through dispatch (orientation, partial sums), steered onto this
-            // way by a table that times it alone.
-            let forced = skinny.then(|| forcing_table(&device, &every_way, (key, kernel, split_k)));
-            let launch = || match forced {
-                // SAFETY (both): the buffers of `data` hold exactly the key's element types and
-                // lengths.
-                None => unsafe { gemm::launch_raw(kernel, &stream, &operands) },
-                Some(tables) => unsafe {
-                    dispatch::launch_raw_with(
-                        &REGISTRY,
-                        tables,
-                        &stream,
-                        signature,
-                        &operands,
-                        Default::default(),
-                    )
-                }
-                .and_then(|ran| match ran.kernel {
-                    Some(k) if std::ptr::eq(k, kernel) && ran.split_k == split_k => Ok(()),
-                    other => Err(cutlass_aot::Error::invalid(
-                        "select_sweep",
-                        format!(
-                            "dispatch ran {:?} split {}, not the forced way",
-                            other.map(|k| k.rust_name),
-                            ran.split_k
-                        ),
-                    )),
-                }),
-            };
-            match common::time_launches(ctx, &stream, 2, o.iters, Some(0.05), spinner.as_ref(), launch) {
-                Ok(t) => {
-                    let row = Row::new(key, kernel, split_k, Default::default(), t.median_us.max(0.01));
+        timer.data.clear();
+        for way in top_ways(&ranked, o.top) {
+            match timer.time(signature, &every_way, &way) {
+                Ok(us) => {
+                    let row = Row::new(way.key, way.kernel, way.split_k, Default::default(), us);
                     text.push_str(&row.tsv_line());
                     text.push('\n');
-                    if best.as_ref().map_or(true, |b| t.median_us < b.0) {
-                        best = Some((t.median_us, format!("{} split {split_k}", kernel.rust_name)));
+                    if best.as_ref().map_or(true, |b| us < b.0) {
+                        best = Some((us, format!("{} split {}", way.kernel.rust_name, way.split_k)));
                     }
                 }
-                Err(why) => eprintln!("  {} split {split_k}: {why}", kernel.rust_name),
+                Err(why) => eprintln!("  {why}"),
             }
         }
         if let Some((us, way)) = best {
@@ -265,7 +333,76 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<(), String> {
             );
         }
     }
-    std::fs::write(&o.out, text).map_err(|e| format!("{}: {e}", o.out))
+    Ok(())
+}
+
+/// Times again, on its own problem, every way of `table` whose kernel's name contains `name`.
+fn retime(
+    timer: &mut Timer,
+    table: &cutlass_aot::select::Table,
+    name: &str,
+    text: &mut String,
+) -> Result<(), String> {
+    let mut by_key: BTreeMap<String, (Key, Vec<&Row>)> = BTreeMap::new();
+    for row in table.rows.iter().filter(|r| r.kernel.rust_name.contains(name)) {
+        by_key
+            .entry(format!("{:?}", row.key))
+            .or_insert((row.key, Vec::new()))
+            .1
+            .push(row);
+    }
+    let (mut timed, mut missing) = (0, 0);
+    for (index, (key, rows)) in by_key.values().enumerate() {
+        let Some((dtype, layouts, e)) = user_problem(key) else {
+            missing += rows.len();
+            continue;
+        };
+        let signature = Signature::uniform(dtype, layouts);
+        let user = user_operands(layouts, e);
+        let candidates = dispatch::ways(&REGISTRY, signature, &user, &timer.device, Default::default());
+        let every_way: Vec<_> = candidates.iter().map(|c| (c.key, c.kernel, c.split_k)).collect();
+        timer.data.clear();
+        let mut done = std::collections::HashSet::new();
+        for row in rows {
+            let offered = candidates
+                .iter()
+                .find(|c| c.key == row.key && std::ptr::eq(c.kernel, row.kernel) && c.split_k == row.split_k);
+            let Some(c) = offered else {
+                eprintln!(
+                    "  {:?} {} split {}: not a way dispatch offers",
+                    key.dims, row.kernel.rust_name, row.split_k
+                );
+                missing += 1;
+                continue;
+            };
+            if !done.insert((c.kernel.rust_name, c.split_k)) {
+                continue;
+            }
+            let way = Picked {
+                key: c.key,
+                kernel: c.kernel,
+                split_k: c.split_k,
+                data_key: c.key,
+                skinny: dispatch::skinny::elements_of(c.kernel).is_some(),
+            };
+            match timer.time(signature, &every_way, &way) {
+                Ok(us) => {
+                    text.push_str(&Row::new(way.key, way.kernel, way.split_k, row.tuning, us).tsv_line());
+                    text.push('\n');
+                    timed += 1;
+                }
+                Err(why) => eprintln!("  {why}"),
+            }
+        }
+        if index % 50 == 0 {
+            eprintln!("[{}/{}] {timed} ways timed", index + 1, by_key.len());
+        }
+    }
+    eprintln!(
+        "retimed {timed} ways of {} problems ({missing} rows not offered)",
+        by_key.len()
+    );
+    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -100,10 +100,13 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
       if (kind >= 2 && slices > 1) break;
       if (kind == 1 && slices > 1 && k / slices < 64) break;
       if (slices > 1 && k / slices < 32) break;
-      a.slices = slices; a.slice_depth = (k + slices - 1) / slices;
+      // As support::skinny slices: the narrow form's slices a multiple of 4 deep (its vector loads).
+      a.slice_depth = (k + slices - 1) / slices;
+      if (kind == 1 && slices > 1) a.slice_depth = (a.slice_depth + 3) / 4 * 4;
+      a.slices = (int)((k + a.slice_depth - 1) / a.slice_depth);
       const int64_t groups = kind == 0 ? (cols + 15) / 16 : 1;  // CUDA-core forms: 16 columns a block
       unsigned blocks = (unsigned)((rows + rpb - 1) / rpb * groups);
-      dim3 grid(blocks, slices, (unsigned)std::min<int64_t>(batch, 65535));
+      dim3 grid(blocks, a.slices, (unsigned)std::min<int64_t>(batch, 65535));
       if (kind >= 2) {  // as support::skinny launches them: outputs over blocks, at most 132 x 16
         const int64_t per_block = kind == 2 ? 128 : 4;
         grid = dim3((unsigned)std::min<int64_t>((rows * cols * batch + per_block - 1) / per_block, 132 * 16), 1, 1);
@@ -111,7 +114,7 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
       void* params[] = {&a};
       auto launch = [&]() {
         cudaLaunchKernel(f, grid, dim3(threads), params, 0, 0);
-        if (slices > 1) cudaLaunchKernel(red, dim3((unsigned)std::min<int64_t>((rows * cols * batch + 255) / 256, 2048)), dim3(256), params, 0, 0);
+        if (a.slices > 1) cudaLaunchKernel(red, dim3((unsigned)std::min<int64_t>((rows * cols * batch + 255) / 256, 2048)), dim3(256), params, 0, 0);
       };
       launch(); cudaDeviceSynchronize();
       cudaMemset(E, 0, 16); err<T><<<1024, 256>>>(vd, R, m, n, batch, E); double h[2]; cudaMemcpy(h, E, 16, cudaMemcpyDeviceToHost);

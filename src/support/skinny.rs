@@ -186,8 +186,12 @@ impl Skinny {
                 ),
             ));
         };
-        // Slices of whole depth; fewer where rounding leaves the last ones nothing to do.
-        let slice_depth = self.depth.max(1).div_ceil(self.slices.min(self.depth.max(1)));
+        // Slices of whole depth (the tensor form's a multiple of 4, which its vector loads of X
+        // need); fewer where rounding leaves the last ones nothing to do.
+        let mut slice_depth = self.depth.max(1).div_ceil(self.slices.min(self.depth.max(1)));
+        if form == Form::Tensor && self.slices > 1 {
+            slice_depth = slice_depth.next_multiple_of(4);
+        }
         let slices = self.depth.max(1).div_ceil(slice_depth);
         let args = SkinnyArgs {
             x: self.x,

@@ -1,10 +1,11 @@
 // Narrow GEMMs on tensor cores (no CUTLASS): out (rows x cols) = alpha * X (rows x depth) * Y
 // (depth x cols) + beta * C for 16-bit X and Y and at most 64 columns, any strides, alignment or
-// layout. A block stages a chunk of X (128 rows) and of Y through shared memory with two-byte
-// loads (so no alignment is needed; many in flight per thread), each warp multiplies its 16 rows
-// by every column with mma.sync m16n8k16, and the block moves on along depth. Where CUTLASS's
-// tiles would read a misaligned X two bytes at a time into a mostly empty 128-column tile, this
-// streams X once at a tile width that fits. Slices of depth and their reduction as in skinny.cuh.
+// layout. A block stages a chunk of X (128 rows) and of Y through shared memory (X with 8- or
+// 4-byte loads where its alignment allows, else two-byte ones; many in flight per thread), each
+// warp multiplies its 16 rows by every column with mma.sync m16n8k16, and the block moves on
+// along depth. Where CUTLASS's tiles would read a misaligned X two bytes at a time into a mostly
+// empty 128-column tile, this streams X once at a tile width that fits. Slices of depth and their
+// reduction as in skinny.cuh.
 #pragma once
 
 #include "skinny.cuh"
@@ -41,18 +42,26 @@ template <> struct Mma<__nv_bfloat16> {
 
 __device__ __forceinline__ uint32_t pack(uint16_t lo, uint16_t hi) { return (uint32_t)lo | ((uint32_t)hi << 16); }
 
+// The loads of kVec consecutive halves: 2, 4 or 8 bytes.
+template <int kVec> struct Word;
+template <> struct Word<1> { using Type = uint16_t; };
+template <> struct Word<2> { using Type = uint32_t; };
+template <> struct Word<4> { using Type = uint2; };
+
 // Copies a kLines x kDepth chunk of a matrix (element (line, k) at base[line * line_stride + k *
 // k_stride], zero outside `valid_lines` x `len`) into shared memory: `k_inner` lays it out as
 // dst[line * kPitch + k], else as dst[k * (kLines + 8) + line]. Threads walk the layout's inner
-// dimension (coalesced where memory is contiguous along it), each stepping its address by a
-// constant along the outer one; 16 loads in flight before their stores.
-template <int kLines, int kThreads>
+// dimension (coalesced where memory is contiguous along it) kVec elements a load (kVec > 1: the
+// inner dimension is contiguous, its extent a multiple of kVec and every vector aligned), each
+// stepping its address by a constant along the outer one; 16 loads in flight before their stores.
+template <int kLines, int kThreads, int kVec = 1>
 __device__ __forceinline__ void stage(const uint16_t* base, int64_t line_stride, int64_t k_stride, int valid_lines,
                                       int len, bool k_inner, uint16_t* dst) {
-  constexpr int kCount = kLines * kDepth / kThreads;  // elements per thread
-  const int inner = k_inner ? kDepth : kLines;
-  const int step = kThreads / inner;  // outer positions per pass
-  const int i = threadIdx.x % inner, o = threadIdx.x / inner;
+  using W = typename Word<kVec>::Type;
+  constexpr int kCount = kLines * kDepth / kThreads / kVec;  // loads per thread
+  const int inner = (k_inner ? kDepth : kLines) / kVec;       // loads along the inner dimension
+  const int step = kThreads / inner;                          // outer positions per pass
+  const int i = threadIdx.x % inner * kVec, o = threadIdx.x / inner;
   const int line = k_inner ? o : i, k = k_inner ? i : o;
   const int64_t outer_stride = k_inner ? line_stride : k_stride;
   const uint16_t* p = base + line * line_stride + k * k_stride;
@@ -63,15 +72,28 @@ __device__ __forceinline__ void stage(const uint16_t* base, int64_t line_stride,
   constexpr int kBatch = kCount < 16 ? kCount : 16;
 #pragma unroll 1
   for (int q0 = 0; q0 < kCount; q0 += kBatch) {
-    uint16_t v[kBatch];
+    W v[kBatch];
 #pragma unroll
     for (int q = 0; q < kBatch; ++q) {
-      v[q] = 0;
-      if (inner_ok && o + (q0 + q) * step < outer_limit) v[q] = __ldg(p + (int64_t)(q0 + q) * step * outer_stride);
+      v[q] = W{};
+      if (inner_ok && o + (q0 + q) * step < outer_limit)
+        v[q] = __ldg(reinterpret_cast<const W*>(p + (int64_t)(q0 + q) * step * outer_stride));
     }
 #pragma unroll
-    for (int q = 0; q < kBatch; ++q) d[(q0 + q) * step * dst_outer] = v[q];
+    for (int q = 0; q < kBatch; ++q) *reinterpret_cast<W*>(d + (q0 + q) * step * dst_outer) = v[q];
   }
+}
+
+// The widest load (4, 2 or 1 halves) every staged chunk of X allows: its contiguous dimension's
+// extent, the other strides, the address and (along depth) the slices' bounds all multiples of it.
+__device__ __forceinline__ int x_vector(const cutlass_aot_skinny_args& a) {
+  const bool k_inner = a.x.col_stride == 1;
+  if (!k_inner && a.x.row_stride != 1) return 1;
+  const int64_t extent = k_inner ? a.depth : a.rows;
+  const int64_t other = k_inner ? a.x.row_stride : a.x.col_stride;
+  const int64_t slice = k_inner && a.slices > 1 ? a.slice_depth : 0;
+  const uint64_t bits = (uint64_t)extent | (uint64_t)other | (uint64_t)a.x.batch_stride | (uint64_t)slice | (a.x.base / 2);
+  return bits % 4 == 0 ? 4 : bits % 2 == 0 ? 2 : 1;
 }
 
 // Two consecutive-k halves of line `line` at depth `k` of a staged chunk, as one fragment register.
@@ -80,7 +102,12 @@ __device__ __forceinline__ uint32_t pair(const uint16_t* s, bool k_inner, int li
   return pack(s[k * line_pitch + line], s[(k + 1) * line_pitch + line]);
 }
 
-template <typename T, typename TC, int NC>
+template <int kBytes> __device__ __forceinline__ unsigned char* narrow_smem() {
+  __shared__ __align__(16) unsigned char smem[kBytes];
+  return smem;
+}
+
+template <typename T, typename TC, int NC, int kVec>
 __device__ void narrow(const cutlass_aot_skinny_args& a) {
   constexpr int kFrags = NC / 8;
   // X: kRows lines; Y: NC lines (columns). Each sized for either layout.
@@ -89,7 +116,8 @@ __device__ void narrow(const cutlass_aot_skinny_args& a) {
   // The staged chunks, then (after the last) the block's results for a coalesced epilogue.
   constexpr int kStageBytes = 2 * (kXHalves + kYHalves);
   constexpr int kTileBytes = 4 * kRows * (NC + 1);
-  __shared__ __align__(16) unsigned char smem[kStageBytes > kTileBytes ? kStageBytes : kTileBytes];
+  // One buffer for every kVec (a __shared__ array per instantiation would add up).
+  unsigned char* smem = narrow_smem<(kStageBytes > kTileBytes ? kStageBytes : kTileBytes)>();
   uint16_t* xs = reinterpret_cast<uint16_t*>(smem);
   uint16_t* ys = xs + kXHalves;
   float* tile = reinterpret_cast<float*>(smem);
@@ -112,7 +140,7 @@ __device__ void narrow(const cutlass_aot_skinny_args& a) {
       const int len = (int)min((int64_t)kDepth, k_end - k0);
       __syncthreads();
       const uint16_t* xb = cutlass_aot_skinny::at<uint16_t>(a.x, b, row0, k0);
-      stage<kRows, kWarps * 32>(xb, a.x.row_stride, a.x.col_stride, valid_rows, len, x_k_inner, xs);
+      stage<kRows, kWarps * 32, kVec>(xb, a.x.row_stride, a.x.col_stride, valid_rows, len, x_k_inner, xs);
       const uint16_t* yb = cutlass_aot_skinny::at<uint16_t>(a.y, b, k0, 0);
       stage<NC, kWarps * 32>(yb, a.y.col_stride, a.y.row_stride, (int)a.cols, len, y_k_inner, ys);
       __syncthreads();
@@ -153,7 +181,13 @@ __device__ void narrow(const cutlass_aot_skinny_args& a) {
 #define CUTLASS_AOT_NARROW_NC(NAME, T, TC, NC)                                                            \
   extern "C" __global__ void __launch_bounds__(256, 3) cutlass_aot_narrow_##NAME##_n##NC(                \
       const cutlass_aot_skinny_args args) {                                                               \
-    cutlass_aot_narrow::narrow<T, TC, NC>(args);                                                          \
+    const int vec = cutlass_aot_narrow::x_vector(args);                                                   \
+    if (vec == 4)                                                                                         \
+      cutlass_aot_narrow::narrow<T, TC, NC, 4>(args);                                                     \
+    else if (vec == 2)                                                                                    \
+      cutlass_aot_narrow::narrow<T, TC, NC, 2>(args);                                                     \
+    else                                                                                                  \
+      cutlass_aot_narrow::narrow<T, TC, NC, 1>(args);                                                     \
   }
 
 #define CUTLASS_AOT_NARROW(NAME, T, TC)  \
