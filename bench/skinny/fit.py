@@ -8,7 +8,8 @@ tiny_seconds for the tiny forms) computes, with the committed constants, and (--
 The committed constants fit bench/results/h100_2026-11-27_issue26_skinny_staging_model.jsonl and,
 for the tiny forms, ..._tiny_fit.jsonl (the harness on bench/skinny/fit_problems*.txt and on the
 problems of the selection tables' skinny rows; rows of sets "losers" and "heldout", held-out
-problems, are left out).
+problems, are left out); the narrow form's load-width scales (width2, width4) fit
+..._narrow_load_width_fit.jsonl, its vectorised kernel on the 16-bit fit problems.
 """
 import json
 import math
@@ -25,7 +26,8 @@ CONSTANTS = {
             "fs_output": 1, "fs_output_across": 1, "ps_staged": 667},
     "axpy": {"fs": 487, "fs_col": 30, "ns_block": 3551, "ns_chunk": 1,
              "fs_output": 5991, "fs_output_across": 13219, "ps_staged": 1450},
-    "narrow": {"fs": 249, "fs_col": 17, "ns_block": 2928, "ns_chunk": 1866, "fs_output": 3822, "conc": 73},
+    "narrow": {"fs": 249, "fs_col": 17, "ns_block": 2928, "ns_chunk": 1866, "fs_output": 3822, "conc": 73,
+               "width2": 700, "width4": 660},
     "tiny_thread": {"ns_fixed": 4281, "ps_step": 50311, "f64_step_permille": 3006, "fs_sector_x": 591,
                     "fs_sector_y": 961, "fs_output": 9311, "mb_per_second": 1816000},
     "tiny_warp": {"ns_fixed": 4407, "ps_step": 49193, "f64_step_permille": 3616, "fs_sector_x": 4984,
@@ -58,6 +60,12 @@ def tiny_model(c, form, e, rows, cols, k, batch, contiguous):
     return max(t, moved / (c["mb_per_second"] * 1e6)) * 1e6
 
 
+def load_width(rows, k, x_row_major):
+    """Elements of X the narrow form loads at once, as support::skinny::x_load_width."""
+    extent = k if x_row_major else rows
+    return 4 if extent % 4 == 0 else 2 if extent % 2 == 0 else 1
+
+
 def model(c, form, e, rows, cols, k, batch, slices, d_column_major, contiguous):
     """Microseconds, as streaming_seconds (slices as the launch runs them: none empty)."""
     if form.startswith("tiny"):
@@ -69,7 +77,10 @@ def model(c, form, e, rows, cols, k, batch, slices, d_column_major, contiguous):
         columns = min(16, 1 << (cols - 1).bit_length() if cols > 1 else 1)
         depth = min(1024, (32768 // acc) // columns)
         rpb, slots = ((16 if e == 8 else 32), 2 * SMS) if form == "dot" else (256, 4 * SMS)
-    per = (c["fs"] + c["fs_col"] * columns) * 1e-15
+    # Wider loads of X (the narrow form) stage it faster: per-element and per-chunk costs scale.
+    width = load_width(rows, k, contiguous[0]) if form == "narrow" else 1
+    staging = c.get(f"width{width}", 1000) / 1000
+    per = (c["fs"] * staging + c["fs_col"] * columns) * 1e-15
     # The axpy form with fewer rows than a block holds: its threads split the depth, so a block
     # takes the time of the rows its row groups cover (a power of two of threads, 2 rows each).
     if form == "axpy" and rows < rpb:
@@ -82,7 +93,7 @@ def model(c, form, e, rows, cols, k, batch, slices, d_column_major, contiguous):
     # faster than `conc` of them would.
     concurrent = max(min(blocks, slots), c["conc"]) if "conc" in c else slots
     # Staging the small operand: a block's time per entry of it (slice depth x columns).
-    block = (c["ns_block"] * 1e-9 + c["ns_chunk"] * 1e-9 * math.ceil(sd / depth) + rpb * sd * per * concurrent
+    block = (c["ns_block"] * 1e-9 + c["ns_chunk"] * staging * 1e-9 * math.ceil(sd / depth) + rpb * sd * per * concurrent
              + c.get("ps_staged", 0) * 1e-12 * sd * columns)
     # Outputs cost more where D's contiguous dimension runs across the form's threads.
     along = {"dot": not d_column_major, "axpy": d_column_major}.get(form, True)

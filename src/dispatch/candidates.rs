@@ -7,7 +7,7 @@ use super::stage::StagePlan;
 use super::{problem_of, transposed, Orientation, Policy, Signature};
 use crate::gemm::{GemmOperands, GemmProblem};
 use crate::kernel::KernelInfo;
-use crate::model::{Layout, SplitK};
+use crate::model::{DType, Layout, SplitK};
 use crate::registry::Registry;
 use crate::select::cost::{self, STAGING_MARGIN};
 use crate::select::{Candidate, Key, Piece, Row, Work};
@@ -61,18 +61,31 @@ pub fn canonical_key(key: &Key) -> Key {
 /// The work of `kernel` on `problem` (C's read is not counted: it is not in the key).
 pub fn work_of(problem: &GemmProblem) -> Work {
     let piece = Piece::new(problem.m, problem.n, problem.k, problem.batch_count);
-    let bits = [problem.element_a, problem.element_b, problem.element_c].map(|d| d.bits());
-    Work::single(piece, cost::gemm_bytes(piece, bits, false))
+    let elements = [problem.element_a, problem.element_b, problem.element_c];
+    let layouts = [problem.layout_a, problem.layout_b, problem.layout_c];
+    packed_work(piece, elements, layouts)
 }
 
-/// A GEMM row's work, for calibration.
+/// A GEMM row's work, for calibration: as [`work_of`] its problem.
 pub fn row_work(row: &Row) -> Option<Work> {
     let [m, n, k, batch, ..] = row.key.dims;
-    let piece = Piece::new(m, n, k, batch);
-    Some(Work::single(
-        piece,
-        cost::gemm_bytes(piece, row.key.elements.map(|d| d.bits()), false),
+    Some(packed_work(
+        Piece::new(m, n, k, batch),
+        row.key.elements,
+        row.key.layouts?,
     ))
+}
+
+/// The work of a product of packed operands, with the facts of their layouts the streaming
+/// kernels' models read (D's order, which operands run along the depth, A's load width).
+fn packed_work(piece: Piece, elements: [DType; 3], layouts: [Layout; 3]) -> Work {
+    let a_row_major = layouts[0] == Layout::Row;
+    Work {
+        output_column_major: layouts[2] == Layout::Column,
+        depth_contiguous: [a_row_major, layouts[1] == Layout::Column],
+        a_load_width: crate::support::skinny::x_load_width(a_row_major, piece.m, piece.k),
+        ..Work::single(piece, cost::gemm_bytes(piece, elements.map(|d| d.bits()), false))
+    }
 }
 
 /// The split-K slice counts dispatch tries on `kernel`: powers of two up to 16 where it splits K

@@ -44,6 +44,9 @@ pub struct Work {
     /// A and B contiguous along the depth as the kernel reads them: a tiny kernel's reads depend
     /// on it.
     pub depth_contiguous: [bool; 2],
+    /// Elements of A a streaming kernel can load at once (`support::skinny::x_load_width`; 0 or 1:
+    /// one at a time): its staging costs depend on it.
+    pub a_load_width: u32,
 }
 
 impl Work {
@@ -55,6 +58,7 @@ impl Work {
             extra_seconds: 0.0,
             output_column_major: false,
             depth_contiguous: [false; 2],
+            a_load_width: 1,
         }
     }
 }
@@ -410,8 +414,19 @@ pub fn streaming_seconds(
     let value = |name: &str| number(design, name);
     let rows_per_block = value("rows_per_block")?.max(1.0);
     let slots = value("blocks_per_sm")?.max(1.0) * multiprocessors.max(1) as f64;
-    let (fs, fs_col) = (value("fs_per_element")?, value("fs_per_element_column")?);
-    let (ns_block, ns_chunk) = (value("ns_per_block")?, value("ns_per_chunk")?);
+    // Wider loads of A stage it faster: its per-element and per-chunk costs scale by the design's
+    // `staging_permille_width{2,4}`.
+    let staging = match work.a_load_width {
+        4 => value("staging_permille_width4"),
+        2 => value("staging_permille_width2"),
+        _ => None,
+    }
+    .map_or(1.0, |permille| permille / 1000.0);
+    let (fs, fs_col) = (
+        value("fs_per_element")? * staging,
+        value("fs_per_element_column")?,
+    );
+    let (ns_block, ns_chunk) = (value("ns_per_block")?, value("ns_per_chunk")? * staging);
     // A chunk of a fixed depth, or of `chunk_entries` (depth × columns) of the small operand.
     let chunk_depth = value("chunk_depth");
     let chunk_entries = value("chunk_entries");

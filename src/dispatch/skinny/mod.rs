@@ -11,7 +11,6 @@ use super::{Orientation, Policy, Selection, Signature};
 use crate::error::Error;
 use crate::gemm::{GemmOperands, GemmProblem, Operand};
 use crate::model::Layout;
-use crate::select::cost::Work;
 use crate::select::Candidate;
 use crate::support::skinny::Skinny;
 pub use crate::support::skinny::{Elements, Form, MAX_COLS};
@@ -49,14 +48,7 @@ pub fn ways(
     for orientation in [Orientation::AsGiven, Orientation::Transposed] {
         let oriented = orientation.problem(problem);
         let key = key_of(&oriented);
-        let work = Work {
-            output_column_major: oriented.layout_c == Layout::Column,
-            depth_contiguous: [
-                oriented.layout_a == Layout::Row,
-                oriented.layout_b == Layout::Column,
-            ],
-            ..work_of(&oriented)
-        };
+        let work = work_of(&oriented);
         let layout_form = match oriented.layout_a {
             Layout::Row => Form::Dot,
             _ => Form::Axpy,
@@ -240,6 +232,38 @@ mod tests {
         let floor = vector.bytes / 2.6e12;
         assert!(kernel_seconds(&AXPY_F16, &vector, 1, 132) >= floor);
         assert!(kernel_seconds(&AXPY_F16, &vector, 1, 132) < 2.0 * floor + 1e-5);
+    }
+
+    /// X's load width: 4 or 2 elements where its contiguous extent allows (depth for a row-major
+    /// X, rows for a column-major one), and wider loads cost the tensor form's staging less.
+    #[test]
+    fn wider_loads_of_x_cost_the_tensor_form_less() {
+        use crate::support::skinny::x_load_width;
+        assert_eq!(x_load_width(true, 3, 8196), 4);
+        assert_eq!(x_load_width(false, 6, 8196), 2);
+        assert_eq!(x_load_width(true, 8, 8191), 1);
+        let at = |width| {
+            let work = Work {
+                a_load_width: width,
+                ..work(4096, 16, 8192)
+            };
+            kernel_seconds(&TENSOR_F16, &work, 1, 132)
+        };
+        assert!(at(4) < at(2) && at(2) < at(1), "{} {} {}", at(4), at(2), at(1));
+        assert_eq!(at(0), at(1));
+        // The CUDA-core forms load X an element at a time whatever its alignment.
+        let dot = |width| {
+            kernel_seconds(
+                &DOT_F16,
+                &Work {
+                    a_load_width: width,
+                    ..work(4096, 16, 8192)
+                },
+                1,
+                132,
+            )
+        };
+        assert_eq!(dot(4), dot(1));
     }
 
     /// The tiny forms' model as bench/skinny/fit.py computes it (the values it prints for these
