@@ -590,7 +590,10 @@ fn cache_refused_inside_capture(ctx: &Arc<CudaContext>) -> Result<(), String> {
 }
 
 fn main() {
-    let args = Arguments::from_args();
+    let mut args = Arguments::from_args();
+    // A capture (global mode) fails other threads' allocations and synchronisations, and theirs
+    // invalidate it: the tests run one at a time unless told otherwise.
+    args.test_threads.get_or_insert(1);
     let gpu: Result<Arc<CudaContext>, String> = cutlass_aot::device::context(0).map_err(|e| e.to_string());
     if let Ok(ctx) = &gpu {
         // SAFETY: every test of this binary orders its own work on one stream per test.
