@@ -86,7 +86,7 @@ fn report(outcomes: &[Outcome], losses: usize) {
         let calibrated = Summary::of(group.iter().map(|o| o.calibrated_ratio()));
         let bare = Summary::of(group.iter().map(|o| o.bare_ratio()));
         println!(
-            "  {name:<22} {:>8} {:>14.3} ({:>4.0} %) {:>14.3} ({:>4.0} %)",
+            "  {name:<22} {:>8} {:>14.3} ({:>5.1} %) {:>14.3} ({:>5.1} %)",
             group.len(),
             calibrated.geomean,
             calibrated.within_5_percent * 100.0,
@@ -96,7 +96,7 @@ fn report(outcomes: &[Outcome], losses: usize) {
     }
     let all = Summary::of(outcomes.iter().map(|o| o.calibrated_ratio()));
     println!(
-        "  all: {} problems, calibrated {:.3} of the fastest, {:.0} % within 5 %, worst {:.3}",
+        "  all: {} problems, calibrated {:.3} of the fastest, {:.1} % within 5 %, worst {:.3}",
         all.problems,
         all.geomean,
         all.within_5_percent * 100.0,

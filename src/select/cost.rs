@@ -5,8 +5,8 @@
 //! its tile at every tap, a strided dgrad's phases), the bytes the kernel moves, and the seconds of
 //! anything else the way runs (staging copies). The model counts the busiest SM's multiply-adds —
 //! output tiles padded to whole clusters, K in whole K tiles, quantised to waves, split-K slices,
-//! stream-K spread with its serial fixup, a penalty for small tiles — at a nominal per-SM rate of
-//! the kernel's math; takes the larger of that and the bytes (split-K partial sums included) at a
+//! stream-K spread with its serial fixup, a penalty for small tiles, co-resident CTAs of narrow
+//! loads overlapping ([`super::occupancy`]) — at a nominal per-SM rate of the kernel's math; takes the larger of that and the bytes (split-K partial sums included) at a
 //! nominal bandwidth per CUTLASS generation, plus a quarter of the smaller; and adds a serial
 //! split-K's chain and a launch. Nominal rates are an H100's; [`super::calibration`] maps each
 //! kernel's estimate to what a table measured.
@@ -200,7 +200,12 @@ fn busiest_macs(kernel: &KernelInfo, pieces: &[Piece], slices: usize, sms: f64) 
         return 0.0;
     }
     let waves = if pieces.len() == 1 {
-        (tiles / sms).ceil() * longest
+        // Co-resident CTAs of a kernel of narrow loads overlap (`occupancy::overlap`).
+        let per_sm = (tiles / sms).ceil();
+        let overlap = kernel.operation.gemm_operands().map_or(1.0, |op| {
+            super::occupancy::overlap(kernel, per_sm, access_rate(op))
+        });
+        per_sm * longest / overlap
     } else {
         // Groups of different K: tiles are taken as SMs free up.
         (total / sms).max(longest)

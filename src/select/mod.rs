@@ -24,6 +24,7 @@
 pub mod calibration;
 pub mod cost;
 pub mod memo;
+pub mod occupancy;
 pub mod refusal;
 pub mod study;
 pub mod table;
