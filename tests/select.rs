@@ -16,7 +16,7 @@ use cutlass_aot::select::{self, table_for, Context};
 
 /// Held-out quality per operation: (least geometric mean of fastest ÷ chosen, least share within
 /// 5 % of the fastest). Measured 2026-11-27 on the committed tables with every feature: GEMM 0.990
-/// and 94 %, f16 conv fprop 0.962 (78 %), dgrad 0.961 (83 %), wgrad 0.968 (83 %); the default build's
+/// and 94 %, f16 conv fprop 0.969 (81 %), dgrad 0.966 (86 %), wgrad 0.973 (86 %); the default build's
 /// conv problems (1×1 layers as GEMMs, the direct conv; 13-40 a kind): f16 fprop 0.984 (85 %),
 /// dgrad 0.947 (88 %), wgrad 1.000.
 fn floor(op: &str) -> (f64, f64) {
