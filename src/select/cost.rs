@@ -6,10 +6,11 @@
 //! anything else the way runs (staging copies). The model counts the busiest SM's multiply-adds —
 //! output tiles padded to whole clusters, K in whole K tiles, quantised to waves, split-K slices,
 //! stream-K spread with its serial fixup, a penalty for small tiles, co-resident CTAs of narrow
-//! loads overlapping ([`super::occupancy`]) — at a nominal per-SM rate of the kernel's math; takes the larger of that and the bytes (split-K partial sums included) at a
-//! nominal bandwidth per CUTLASS generation, plus a quarter of the smaller; and adds a serial
-//! split-K's chain and a launch. Nominal rates are an H100's; [`super::calibration`] maps each
-//! kernel's estimate to what a table measured.
+//! loads overlapping ([`super::occupancy`]) — at a nominal per-SM rate of the kernel's math;
+//! takes the larger of that and the bytes (split-K partial sums included) at a nominal bandwidth
+//! per CUTLASS generation, plus a quarter of the smaller; and adds a serial split-K's chain and a
+//! launch. Nominal rates are an H100's; [`super::calibration`] maps each kernel's estimate to what
+//! a table measured.
 
 use crate::kernel::KernelInfo;
 use crate::model::custom::CustomDesign;

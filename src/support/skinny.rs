@@ -29,7 +29,7 @@ pub const TINY_THREADS: u32 = 128;
 /// an H100's 132 SMs.
 pub const TINY_MAX_BLOCKS: usize = 132 * 16;
 
-/// Halves of X the tensor form loads at once from packed operands (as `narrow.cuh`'s `x_vector`
+/// Elements of X the tensor form loads at once from packed operands (as `narrow.cuh`'s `x_vector`
 /// decides at run time): 4 or 2 where X's contiguous extent (`depth` for a row-major X, `rows`
 /// for a column-major one) is a multiple of it, else 1.
 pub const fn x_load_width(x_row_major: bool, rows: usize, depth: usize) -> u32 {

@@ -88,8 +88,8 @@ static TENSOR: CustomDesign = CustomDesign {
         ("fs_per_output", DesignValue::Int(3822)),
         // Few blocks run no faster than 73 would (fitted; RMS 0.20 without it).
         ("min_concurrency", DesignValue::Int(73)),
-        // Staging X with 4- and 8-byte loads (fitted on the 16-bit fit problems: RMS log error
-        // 0.25 -> 0.14 on theirs).
+        // Staging X with 4- and 8-byte loads scales the per-element and per-chunk costs (fitted
+        // by bench/skinny/fit.py on the 16-bit fit problems).
         ("staging_permille_width2", DesignValue::Int(700)),
         ("staging_permille_width4", DesignValue::Int(660)),
         ("chunk_depth", DesignValue::Int(64)),
