@@ -1945,7 +1945,7 @@ pub static REGISTRY: ::cutlass_aot::Registry = ::cutlass_aot::Registry::new(
     .with_elementwise(&[]);
 #[allow(unused_imports)]
 mod table_rows {
-    use ::cutlass_aot::select::{Row, Table};
+    use ::cutlass_aot::select::{Key, Raster, Row, Table, Tuning};
     use ::cutlass_aot::model::DType::*;
     use ::cutlass_aot::model::Layout::*;
     pub(super) static TABLES: [Table; 2usize] = [
@@ -1953,54 +1953,66 @@ mod table_rows {
             "NVIDIA H100 80GB HBM3",
             "2026-11-21",
             &[
-                Row::emitted(
-                    "gemm",
-                    [Bf16, Bf16, Bf16],
-                    Some([Row, Column, Row]),
-                    [
-                        4096usize, 4096usize, 4096usize, 1usize, 0usize, 0usize, 0usize,
-                        0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    ],
-                    &super::bf16_sm90_cooperative::INFO,
-                    1usize,
-                    0u8,
-                    0u32,
-                    180.25f64,
-                ),
+                Row {
+                    key: Key {
+                        op: "gemm",
+                        elements: [Bf16, Bf16, Bf16],
+                        layouts: Some([Row, Column, Row]),
+                        dims: [
+                            4096usize, 4096usize, 4096usize, 1usize, 0usize, 0usize,
+                            0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                        ],
+                    },
+                    kernel: &super::bf16_sm90_cooperative::INFO,
+                    split_k: 1usize,
+                    tuning: Tuning {
+                        raster: Raster::Heuristic,
+                        max_swizzle: 0u32,
+                    },
+                    us: 180.25f64,
+                },
             ],
         ),
         Table::new(
             "NVIDIA H200",
             "2026-11-24",
             &[
-                Row::emitted(
-                    "gemm",
-                    [Bf16, Bf16, Bf16],
-                    Some([Row, Column, Row]),
-                    [
-                        8192usize, 8192usize, 8192usize, 1usize, 0usize, 0usize, 0usize,
-                        0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    ],
-                    &super::bf16_sm90_cooperative::INFO,
-                    1usize,
-                    2u8,
-                    8u32,
-                    1403.5f64,
-                ),
-                Row::emitted(
-                    "gemm",
-                    [F16, F16, F16],
-                    Some([Row, Column, Column]),
-                    [
-                        512usize, 512usize, 32768usize, 1usize, 0usize, 0usize, 0usize,
-                        0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
-                    ],
-                    &super::hgemm_tn::INFO,
-                    8usize,
-                    0u8,
-                    0u32,
-                    95.25f64,
-                ),
+                Row {
+                    key: Key {
+                        op: "gemm",
+                        elements: [Bf16, Bf16, Bf16],
+                        layouts: Some([Row, Column, Row]),
+                        dims: [
+                            8192usize, 8192usize, 8192usize, 1usize, 0usize, 0usize,
+                            0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                        ],
+                    },
+                    kernel: &super::bf16_sm90_cooperative::INFO,
+                    split_k: 1usize,
+                    tuning: Tuning {
+                        raster: Raster::AlongN,
+                        max_swizzle: 8u32,
+                    },
+                    us: 1403.5f64,
+                },
+                Row {
+                    key: Key {
+                        op: "gemm",
+                        elements: [F16, F16, F16],
+                        layouts: Some([Row, Column, Column]),
+                        dims: [
+                            512usize, 512usize, 32768usize, 1usize, 0usize, 0usize,
+                            0usize, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize,
+                        ],
+                    },
+                    kernel: &super::hgemm_tn::INFO,
+                    split_k: 8usize,
+                    tuning: Tuning {
+                        raster: Raster::Heuristic,
+                        max_swizzle: 0u32,
+                    },
+                    us: 95.25f64,
+                },
             ],
         ),
     ];
