@@ -133,9 +133,9 @@ fn generate_tokens(g: &Generated<'_>) -> TokenStream {
 }
 
 /// The embedded selection tables (`cutlass_aot::select::Table`), one per measured device. A table
-/// holds every way a sweep measured (thousands of rows), each a struct literal (a const fn call per
-/// row took rustc 2.5x the memory: 13.5 against 5.5 GB for 112,000 rows); the tables live in a static array (a `Table` caches its index and fitted rates, which a
-/// static may hold but a borrowed temporary may not).
+/// holds every way a sweep measured (thousands of rows), each a struct literal (a const fn call
+/// per row costs rustc several times the memory); the tables live in a static array (a `Table`
+/// caches its index and fitted rates, which a static may hold but a borrowed temporary may not).
 fn table_tokens(tables: &[crate::table::Table]) -> TokenStream {
     let tables_tokens = tables.iter().map(|table| {
         let rows = table.rows.iter().map(|row| {

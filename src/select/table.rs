@@ -58,8 +58,8 @@ pub struct Row {
 }
 
 impl Row {
-    /// A row of `key` (the build emits rows as struct literals: a const fn call per row cost
-    /// rustc twice the memory, 13.5 GB for the H100 tables' 112,000 rows).
+    /// A row of `key` (the build emits its rows as struct literals: a const fn call per row
+    /// costs rustc several times the memory).
     pub const fn new(key: Key, kernel: &'static KernelInfo, split_k: usize, tuning: Tuning, us: f64) -> Self {
         Row {
             key,
