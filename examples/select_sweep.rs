@@ -118,8 +118,8 @@ struct Picked {
 /// Tables timing every way of a problem, `forced` fastest by far: dispatch takes it.
 fn forcing_table(
     device: &cutlass_aot::device::DeviceProps,
-    ways: &[(Key, &'static cutlass_aot::KernelInfo, usize)],
-    forced: (Key, &'static cutlass_aot::KernelInfo, usize),
+    ways: &[WayId],
+    forced: WayId,
 ) -> &'static [cutlass_aot::select::Table] {
     let is_forced = |w: &(Key, &cutlass_aot::KernelInfo, usize)| {
         w.0 == forced.0 && std::ptr::eq(w.1, forced.1) && w.2 == forced.2
@@ -177,12 +177,7 @@ struct Timer<'a> {
 impl Timer<'_> {
     /// The median time of `way` in microseconds; `every_way` are the ways of its problem (a
     /// skinny way runs through dispatch, steered onto it by a table that times it alone).
-    fn time(
-        &mut self,
-        signature: Signature,
-        every_way: &[(Key, &'static cutlass_aot::KernelInfo, usize)],
-        way: &Picked,
-    ) -> Result<f64, String> {
+    fn time(&mut self, signature: Signature, every_way: &[WayId], way: &Picked) -> Result<f64, String> {
         let (kernel, split_k) = (way.kernel, way.split_k);
         let kernel_split = if way.skinny { 1 } else { split_k };
         let data = match self.data.entry(way.data_key) {
@@ -266,6 +261,27 @@ fn top_ways(ranked: &[cutlass_aot::select::Estimated<dispatch::GemmWay>], top: u
     picked
 }
 
+/// A way as the timer's forcing tables name it: its key, kernel and split.
+type WayId = (Key, &'static cutlass_aot::KernelInfo, usize);
+
+/// The ways dispatch weighs for the user's problem (packed operands), and their names.
+fn ways_of(
+    device: &cutlass_aot::device::DeviceProps,
+    dtype: DType,
+    layouts: [cutlass_aot::model::Layout; 3],
+    e: Extents,
+) -> (
+    Signature,
+    Vec<cutlass_aot::select::Candidate<dispatch::GemmWay>>,
+    Vec<WayId>,
+) {
+    let signature = Signature::uniform(dtype, layouts);
+    let user = user_operands(layouts, e);
+    let candidates = dispatch::ways(&REGISTRY, signature, &user, device, Default::default());
+    let every_way = candidates.iter().map(|c| (c.key, c.kernel, c.split_k)).collect();
+    (signature, candidates, every_way)
+}
+
 /// The problem a GEMM key describes, as a user gives it (the key's own orientation).
 fn user_problem(key: &Key) -> Option<(DType, [cutlass_aot::model::Layout; 3], Extents)> {
     let [m, n, k, batch, ..] = key.dims;
@@ -303,10 +319,7 @@ fn sweep(
 ) -> Result<(), String> {
     let problems = common::sweeps::random_problems(o.count, o.seed, &o.dtypes);
     for (index, &(dtype, layouts, e)) in problems.iter().enumerate() {
-        let signature = Signature::uniform(dtype, layouts);
-        let user = user_operands(layouts, e);
-        let candidates = dispatch::ways(&REGISTRY, signature, &user, &timer.device, Default::default());
-        let every_way: Vec<_> = candidates.iter().map(|c| (c.key, c.kernel, c.split_k)).collect();
+        let (signature, candidates, every_way) = ways_of(&timer.device, dtype, layouts, e);
         let mut ranked = dispatch::context(table, &timer.device).estimate_all(candidates, &[]);
         ranked.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us));
         let mut best: Option<(f64, String)> = None;
@@ -357,10 +370,7 @@ fn retime(
             missing += rows.len();
             continue;
         };
-        let signature = Signature::uniform(dtype, layouts);
-        let user = user_operands(layouts, e);
-        let candidates = dispatch::ways(&REGISTRY, signature, &user, &timer.device, Default::default());
-        let every_way: Vec<_> = candidates.iter().map(|c| (c.key, c.kernel, c.split_k)).collect();
+        let (signature, candidates, every_way) = ways_of(&timer.device, dtype, layouts, e);
         timer.data.clear();
         let mut done = std::collections::HashSet::new();
         for row in rows {
