@@ -15,15 +15,14 @@ use cutlass_aot::select::study::{leave_one_out, Summary};
 use cutlass_aot::select::{self, table_for, Context};
 
 /// Held-out quality per operation: (least geometric mean of fastest ÷ chosen, least share within
-/// 5 % of the fastest). Measured 2026-11-27 on the committed tables with every feature: GEMM 0.990
-/// and 94 %, f16 conv fprop 0.969 (81 %), dgrad 0.966 (86 %), wgrad 0.973 (86 %); the default build's
-/// conv problems (1×1 layers as GEMMs, the direct conv; 13-40 a kind): f16 fprop 0.984 (85 %),
-/// dgrad 0.947 (88 %), wgrad 1.000.
+/// 5 % of the fastest). Measured 2026-11-28 on the committed tables with every feature: GEMM 0.991
+/// and 95 %, conv fprop 0.976 (87 %), dgrad 0.965 (86 %), wgrad 0.971 (86 %); the default build's
+/// conv problems (1×1 layers as GEMMs, the direct conv; 13-67 a kind and type): f16 fprop 0.983
+/// (88 %), dgrad 0.962 (90 %), wgrad 1.000.
 fn floor(op: &str) -> (f64, f64) {
     match op {
-        "gemm" => (0.985, 0.92),
-        "conv2d_wgrad" => (0.92, 0.55),
-        _ => (0.93, 0.55),
+        "gemm" => (0.985, 0.93),
+        _ => (0.95, 0.80),
     }
 }
 

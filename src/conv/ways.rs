@@ -13,7 +13,7 @@ use crate::kernel::KernelInfo;
 use crate::model::{Api, ConvKind, IteratorAlgorithm, SplitK, StrideSupport};
 use crate::registry::Registry;
 use crate::select::cost::STAGING_MARGIN;
-use crate::select::{Candidate, Key, Piece, Row, Work};
+use crate::select::{Candidate, Key, Piece, Row, Slicing, Work};
 
 /// Table operation names of the three kinds start with this.
 pub const OP_PREFIX: &str = "conv2d_";
@@ -151,7 +151,7 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
                 .filter_map(|ph| {
                     let unit = ph.rules_problem(problem);
                     let (m, n, k) = padded_extent(kernel, &unit, unit.gemm_extent().ok()?);
-                    Some(vec![Piece::new(m, n, k, 1)])
+                    Some(vec![Piece::new(m, n, k, 1).sliced(slicing(kernel, &unit))])
                 })
                 .collect();
             return Some(Work {
@@ -162,7 +162,28 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
         }
     }
     let (m, n, k) = padded_extent(kernel, problem, extent);
-    Some(Work::single(Piece::new(m, n, k, 1), bytes))
+    let piece = Piece::new(m, n, k, 1).sliced(slicing(kernel, problem));
+    Some(Work::single(piece, bytes))
+}
+
+/// How `kernel`'s split-K slices divide the depth of `problem` (CUTLASS's
+/// `implicit_gemm_k_iterations`): a 2.x fprop or dgrad kernel of the analytic or optimized
+/// iterators gives each slice a share of the channels at every tap, one of fixed or few channels
+/// runs the whole depth in every slice; the rest split the depth evenly.
+fn slicing(kernel: &KernelInfo, problem: &Conv2dProblem) -> Slicing {
+    if kernel.api() != Api::Cutlass2x {
+        return Slicing::Depth;
+    }
+    let channels = match problem.kind {
+        ConvKind::Fprop => problem.c,
+        ConvKind::Dgrad => problem.k,
+        ConvKind::Wgrad => return Slicing::Depth,
+    };
+    match kernel.operation.conv().map(|c| c.iterator) {
+        Some(IteratorAlgorithm::Analytic | IteratorAlgorithm::Optimized) => Slicing::Channels(channels),
+        Some(_) => Slicing::Whole,
+        None => Slicing::Depth,
+    }
 }
 
 /// The implicit GEMM's extent as `kernel` computes it: CUTLASS 3.x kernels and 2.x kernels of the
@@ -191,9 +212,23 @@ fn padded_extent(
 
 /// The split-K slice counts worth trying on a conv `kernel`: powers of two up to 128 for a kernel
 /// that splits K (a parallel split-K kernel without slices only adds its reduction pass; a
-/// stream-K kernel's 1 is its own stream-K decomposition), 1 for one that cannot.
+/// stream-K kernel's 1 is its own stream-K decomposition), 1 for one that cannot or whose slices
+/// each run the whole depth ([`Slicing::Whole`]).
 pub fn slice_candidates(kernel: &KernelInfo) -> &'static [usize] {
     const POWERS: [usize; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
+    // A kernel whose every slice runs the whole depth gains nothing from slices.
+    let whole_depth = kernel.api() == Api::Cutlass2x
+        && kernel.operation.conv().is_some_and(|c| {
+            matches!(
+                c.iterator,
+                IteratorAlgorithm::FixedChannels
+                    | IteratorAlgorithm::FewChannels
+                    | IteratorAlgorithm::FirstLayer
+            )
+        });
+    if whole_depth {
+        return &POWERS[..1];
+    }
     match kernel.design.split_k() {
         SplitK::Parallel => &POWERS[1..],
         SplitK::Serial | SplitK::StreamK => &POWERS,

@@ -1,14 +1,16 @@
 //! The cost model calibrated on a measured table: for a way the table has not timed, the model's
 //! time ([`super::cost`]) mapped to what the same kernel showed on the table's rows.
 //!
-//! Each row is a sample: the model's time x, the output tiles t the busiest SM runs one after
-//! another ([`super::cost::busiest_tiles`]), and the measured time y of its way. A kernel's samples
+//! Each row is a sample: the model's time x, the output tiles t and the K-tile iterations i the
+//! busiest SM runs one after another ([`super::cost::busiest_tiles`],
+//! [`super::cost::busiest_k_iterations`]), and the measured time y of its way. A kernel's samples
 //! of the same split-K (else its family's of that split-K, else all the kernel's) fit
-//! y ≈ a·x + c·t + b by least squares on relative errors (a > 0, c and b ≥ 0; of the fits with and
-//! without t and b, the closest that keeps those signs; t only with enough samples): a scales the
-//! model's throughput to the kernel's, c is what each tile's start and epilogue cost it (why
-//! short-K, many-wave problems run slower than their multiply-adds), b its fixed cost (launch,
-//! tail, a serial split-K's semaphore chain). The fitted time is then corrected towards the
+//! y ≈ a·x + c·t + d·i + b by least squares on relative errors (a > 0, c, d and b ≥ 0; of the fits
+//! with and without t, i and b, the closest that keeps those signs; t and i only with enough
+//! samples): a scales the model's throughput to the kernel's, c is what each tile's start and
+//! epilogue cost it (why short-K, many-wave problems run slower than their multiply-adds), d what
+//! each K tile costs beyond its multiply-adds (a conv tile of few channels per tap waits on its
+//! loads), b its fixed cost (launch, tail, a serial split-K's semaphore chain). The fitted time is then corrected towards the
 //! samples of nearby problems: each sample's log error against the fit weighs
 //! exp(−d²/2σ²), d the distance of the two problems' extents in octaves, and the weighted mean is
 //! shrunk towards 0 by a prior weight, so far-away rows leave the fit alone; only rows of the same
@@ -21,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use super::cost::{busiest_tiles, kernel_seconds, split_floor_seconds, Work};
+use super::cost::{busiest_k_iterations, busiest_tiles, kernel_seconds, split_floor_seconds, Work};
 use super::table::{Key, Row, DIMS};
 use crate::kernel::KernelInfo;
 use crate::model::{Api, DType, OpClass};
@@ -32,7 +34,7 @@ const SIGMA: f64 = 1.0;
 const PRIOR_WEIGHT: f64 = 0.3;
 /// Samples of one split-K a fit of that split needs.
 const SPLIT_SAMPLES: usize = 3;
-/// Samples a fit needs before it weighs the busiest SM's tiles as well.
+/// Samples a fit needs before it weighs the busiest SM's tiles and K-tile iterations as well.
 const TILE_SAMPLES: usize = 8;
 
 /// A kernel family: rows of one family stand in for a kernel of it the table never ran.
@@ -204,14 +206,16 @@ impl Rates {
 }
 
 /// Terms of a calibrated estimate: the model's seconds, the output tiles the busiest SM runs
-/// ([`busiest_tiles`]), and 1 (a fixed cost).
-const FEATURES: usize = 3;
+/// ([`busiest_tiles`]), 1 (a fixed cost), and the K-tile iterations the busiest SM runs
+/// ([`busiest_k_iterations`]).
+const FEATURES: usize = 4;
 
 fn features(kernel: &KernelInfo, work: &Work, split_k: usize, multiprocessors: u32) -> [f64; FEATURES] {
     [
         kernel_seconds(kernel, work, split_k, multiprocessors),
         busiest_tiles(kernel, work, split_k, multiprocessors),
         1.0,
+        busiest_k_iterations(kernel, work, split_k, multiprocessors),
     ]
 }
 
@@ -221,19 +225,29 @@ struct Coefficients([f64; FEATURES]);
 
 impl Coefficients {
     /// The model as it is (the designs calibrated apart).
-    const IDENTITY: Coefficients = Coefficients([1.0, 0.0, 0.0]);
+    const IDENTITY: Coefficients = Coefficients([1.0, 0.0, 0.0, 0.0]);
 
     fn apply(&self, features: [f64; FEATURES]) -> f64 {
         self.0.iter().zip(features).map(|(c, x)| c * x).sum()
     }
 }
 
-/// measured ≈ a·model + c·tiles + b over `samples`, least squares on relative errors, a > 0 and
-/// c, b ≥ 0: of the fits over {model, tiles, 1}, {model, tiles}, {model, 1} and {model} that keep
-/// those signs, the closest; tiles only with [`TILE_SAMPLES`] samples.
+/// measured ≈ a·model + c·tiles + b + d·iterations over `samples`, least squares on relative
+/// errors, a > 0 and c, b, d ≥ 0: of the fits over the model and any of the other terms that keep
+/// those signs, the closest; tiles and iterations only with [`TILE_SAMPLES`] samples.
 fn linear_fit(samples: &[&Sample]) -> Option<Coefficients> {
-    const SUBSETS: [&[usize]; 4] = [&[0, 1, 2], &[0, 1], &[0, 2], &[0]];
-    let first = if samples.len() >= TILE_SAMPLES { 0 } else { 2 };
+    const SUBSETS: [&[usize]; 8] = [
+        &[0, 1, 2, 3],
+        &[0, 1, 3],
+        &[0, 2, 3],
+        &[0, 3],
+        &[0, 1, 2],
+        &[0, 1],
+        &[0, 2],
+        &[0],
+    ];
+    // The subsets without tiles or iterations (the last two) where samples are few.
+    let first = if samples.len() >= TILE_SAMPLES { 0 } else { 6 };
     let mut best: Option<(f64, Coefficients)> = None;
     for taken in &SUBSETS[first..] {
         let Some(solution) = weighted_least_squares(samples, taken) else {
@@ -325,14 +339,35 @@ mod tests {
     use crate::model::DType;
 
     fn sample(model: f64, tiles: f64, measured: f64) -> Sample {
+        sample_of(model, tiles, 0.0, measured)
+    }
+
+    fn sample_of(model: f64, tiles: f64, iterations: f64, measured: f64) -> Sample {
         let key = Key::new("gemm", [DType::F16; 3], None, &[1, 1, 1, 1]);
         Sample {
             key,
             split_k: 1,
             octaves: octaves(&key),
-            features: [model, tiles, 1.0],
+            features: [model, tiles, 1.0, iterations],
             measured,
         }
+    }
+
+    /// A cost per K-tile iteration the model's multiply-adds do not show is fitted back exactly.
+    #[test]
+    fn fit_recovers_a_cost_per_k_iteration() {
+        let samples: Vec<Sample> = (1..=12)
+            .map(|i| {
+                let (model, iterations) = (i as f64 * 1e-5, ((i * 5) % 7 + 1) as f64 * 40.0);
+                sample_of(model, 0.0, iterations, 1.2 * model + 5e-8 * iterations)
+            })
+            .collect();
+        let refs: Vec<&Sample> = samples.iter().collect();
+        let Coefficients([a, _, b, d]) = linear_fit(&refs).expect("a fit");
+        assert!(
+            (a - 1.2).abs() < 1e-6 && (d - 5e-8).abs() < 1e-14 && b.abs() < 1e-12,
+            "{a} {d} {b}"
+        );
     }
 
     /// Times made of a scale, a cost per tile and a fixed cost are fitted back exactly.
@@ -345,10 +380,10 @@ mod tests {
             })
             .collect();
         let refs: Vec<&Sample> = samples.iter().collect();
-        let Coefficients([a, c, b]) = linear_fit(&refs).expect("a fit");
+        let Coefficients([a, c, b, _]) = linear_fit(&refs).expect("a fit");
         assert!((a - 1.5).abs() < 1e-6 && (c - 3e-6).abs() < 1e-12 && (b - 2e-6).abs() < 1e-12);
         // Fewer samples than the tile term needs: scale and fixed cost only.
-        let Coefficients([_, c, _]) = linear_fit(&refs[..TILE_SAMPLES - 1]).expect("a fit");
+        let Coefficients([_, c, _, _]) = linear_fit(&refs[..TILE_SAMPLES - 1]).expect("a fit");
         assert_eq!(c, 0.0);
     }
 
@@ -361,14 +396,14 @@ mod tests {
             .collect();
         let refs: Vec<&Sample> = same_tiles.iter().collect();
         let fit = linear_fit(&refs).expect("a fit");
-        let predicted = fit.apply([5e-5, 4.0, 1.0]);
+        let predicted = fit.apply([5e-5, 4.0, 1.0, 0.0]);
         assert!((predicted / 1.01e-4 - 1.0).abs() < 1e-9, "{fit:?}");
         // Measured times that fall with the tile count: no negative cost per tile.
         let falling: Vec<Sample> = (1..=10)
             .map(|i| sample(1e-5, i as f64, 1e-5 * (2.0 - 0.1 * i as f64)))
             .collect();
         let refs: Vec<&Sample> = falling.iter().collect();
-        let Coefficients([a, c, b]) = linear_fit(&refs).expect("a fit");
+        let Coefficients([a, c, b, _]) = linear_fit(&refs).expect("a fit");
         assert!(a > 0.0 && c >= 0.0 && b >= 0.0);
     }
 }

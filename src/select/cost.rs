@@ -16,53 +16,7 @@ use crate::kernel::KernelInfo;
 use crate::model::custom::CustomDesign;
 use crate::model::{Api, DType, Design, IteratorAlgorithm, MathOp, OpClass, SplitK};
 
-/// A GEMM-shaped piece of work, in the extents the kernel iterates over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Piece {
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-    pub batch: usize,
-}
-
-impl Piece {
-    pub const fn new(m: usize, n: usize, k: usize, batch: usize) -> Self {
-        Piece { m, n, k, batch }
-    }
-}
-
-/// One way's work: what the model costs.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Work {
-    /// Launches of the kernel, one after another; each computes its pieces side by side.
-    pub launches: Vec<Vec<Piece>>,
-    /// Bytes the kernel reads and writes (each operand once): its memory floor.
-    pub bytes: f64,
-    /// Seconds of what the way runs besides the kernel (staging copies, fills), not calibrated.
-    pub extra_seconds: f64,
-    /// D column-major as the kernel computes it: a streaming kernel's output cost depends on it.
-    pub output_column_major: bool,
-    /// A and B contiguous along the depth as the kernel reads them: a tiny kernel's reads depend
-    /// on it.
-    pub depth_contiguous: [bool; 2],
-    /// Elements of A a streaming kernel can load at once (`support::skinny::x_load_width`; 0 or 1:
-    /// one at a time): its staging costs depend on it.
-    pub a_load_width: u32,
-}
-
-impl Work {
-    /// One launch of one piece moving `bytes`.
-    pub fn single(piece: Piece, bytes: f64) -> Self {
-        Work {
-            launches: vec![vec![piece]],
-            bytes,
-            extra_seconds: 0.0,
-            output_column_major: false,
-            depth_contiguous: [false; 2],
-            a_load_width: 1,
-        }
-    }
-}
+pub use super::work::{Piece, Slicing, Work};
 
 /// Device bandwidth the model assumes (bytes read + written per second; an H100 SXM's copies).
 pub const BYTES_PER_SECOND: f64 = 3.0e12;
@@ -152,6 +106,28 @@ pub fn busiest_tiles(kernel: &KernelInfo, work: &Work, slices: usize, multiproce
         .sum()
 }
 
+/// K-tile iterations the busiest SM runs one after another (its tiles times each slice's depth in
+/// K tiles): what each costs beyond its multiply-adds (waiting for loads where a tile's channels
+/// are few) calibration weighs per kernel. 0 for the crate's own designs.
+pub fn busiest_k_iterations(kernel: &KernelInfo, work: &Work, slices: usize, multiprocessors: u32) -> f64 {
+    if matches!(kernel.design, Design::Custom(_)) {
+        return 0.0;
+    }
+    let tile_k = kernel.tile().k.max(1) as usize;
+    work.launches
+        .iter()
+        .map(|pieces| {
+            let tiles: f64 = pieces.iter().map(|p| output_ctas(kernel, p)).sum();
+            let depth = pieces
+                .iter()
+                .map(|p| p.slice_depth(slices, tile_k))
+                .max()
+                .unwrap_or(0);
+            (tiles * slices.max(1) as f64 / multiprocessors.max(1) as f64).ceil() * (depth / tile_k) as f64
+        })
+        .sum()
+}
+
 /// The CTAs `kernel` launches over the output of `piece`: its tiles, padded to whole clusters (a
 /// cluster runs whole: a group of one M tile under a 2x1 cluster runs an idle second CTA).
 fn output_ctas(kernel: &KernelInfo, piece: &Piece) -> f64 {
@@ -184,7 +160,7 @@ pub fn split_floor_seconds(kernel: &KernelInfo, work: &Work, slices: usize) -> f
 /// penalty and split-K traffic included.
 fn busiest_macs(kernel: &KernelInfo, pieces: &[Piece], slices: usize, sms: f64) -> f64 {
     let t = kernel.tile();
-    let (tm, tn, tk) = (t.m.max(1) as f64, t.n.max(1) as f64, t.k.max(1) as f64);
+    let (tm, tn) = (t.m.max(1) as f64, t.n.max(1) as f64);
     let s = slices as f64;
     let mut tiles = 0.0;
     let mut total = 0.0;
@@ -192,7 +168,7 @@ fn busiest_macs(kernel: &KernelInfo, pieces: &[Piece], slices: usize, sms: f64) 
     for p in pieces.iter().filter(|p| p.m * p.n * p.batch > 0) {
         let ctas = output_ctas(kernel, p);
         // Each slice's K runs in whole K tiles.
-        let tile_macs = tm * tn * ((p.k.max(1) as f64 / s).ceil() / tk).ceil() * tk;
+        let tile_macs = tm * tn * p.slice_depth(slices, t.k.max(1) as usize).max(1) as f64;
         tiles += ctas * s;
         total += ctas * s * tile_macs;
         longest = longest.max(tile_macs);

@@ -29,10 +29,11 @@ pub mod refusal;
 pub mod study;
 pub mod table;
 mod tuning;
+pub mod work;
 
-pub use cost::{Piece, Work};
 pub use table::{table_for, Key, MeasuredOn, Row, Table, NO_TABLE};
 pub use tuning::{Raster, Tuning};
+pub use work::{Piece, Slicing, Work};
 
 use crate::kernel::KernelInfo;
 
