@@ -2,8 +2,10 @@
 //! shapes) and, for a 1×1 unit-stride problem, every GEMM kernel that runs it as a matrix
 //! product; then the problem as a user runs it through `conv::dispatch`, and writes one JSON line per problem: the dispatched time
 //! (`ours_us`, what the cuDNN comparison uses) and route, the fastest single conv kernel
-//! (`best_kernel*`), and `unseen_us`: dispatch with the table less this problem's own rows, i.e. a
-//! problem the table has not measured. Every result is spot-checked against an f64 reference.
+//! (`best_kernel*`), `unseen_us`: dispatch with this run's table less this problem's own rows, i.e.
+//! a problem the table has not measured, and `committed_us`: dispatch with the tables the build
+//! embedded (what a user gets on a problem of no table). Every result is spot-checked against an
+//! f64 reference.
 //! `bench/conv_cudnn.py` times cuDNN on the same problems in the same run, and
 //! `bench/compare_conv.py` joins the two into ratios.
 //!
@@ -412,9 +414,12 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
             .copied()
             .collect();
         let others = Table::new(table.device, table.date, Box::leak(others.into_boxed_slice()));
-        let dispatched = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &table);
-        let unseen = measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, &others);
-        let record = record_of(m, &dispatched, &unseen, &device, &date);
+        let run = |tables: &[Table]| measure_dispatch(ctx, &stream, &spinner, o, b, &m.problem, tables);
+        let dispatched = run(std::slice::from_ref(&table));
+        let unseen = run(std::slice::from_ref(&others));
+        // What a user of the crate gets: the build's tables (a fresh problem is in none).
+        let committed = run(cutlass_aot::kernels::TABLES);
+        let record = record_of(m, &dispatched, &unseen, &committed, &device, &date);
         writeln!(sink, "{}", record.finish()).map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -469,11 +474,25 @@ fn entries_of(m: &Measured) -> Vec<Row> {
         .collect()
 }
 
-/// The JSON record of one problem: dispatched (ours), unseen-problem dispatch, fastest kernel.
+/// `record` with a dispatch's time, route and check as `{name}_us`, `{name}_route`,
+/// `{name}_verified` (or `{name}_error`).
+fn with_run(record: JsonRecord, name: &str, run: &Result<DispatchedRun, String>) -> JsonRecord {
+    match run {
+        Ok(r) => record
+            .num(&format!("{name}_us"), r.us, 2)
+            .str(&format!("{name}_route"), &r.route)
+            .bool(&format!("{name}_verified"), r.verified),
+        Err(e) => record.str(&format!("{name}_error"), e),
+    }
+}
+
+/// The JSON record of one problem: dispatched (ours), unseen-problem dispatch (this run's other
+/// problems' rows), dispatch with the committed tables (`committed`), fastest kernel.
 fn record_of(
     m: &Measured,
     dispatched: &Result<DispatchedRun, String>,
     unseen: &Result<DispatchedRun, String>,
+    committed: &Result<DispatchedRun, String>,
     device: &str,
     date: &str,
 ) -> JsonRecord {
@@ -526,15 +545,8 @@ fn record_of(
         .num("best_kernel_us", best_us, 2)
         .bool("best_kernel_verified", best_verified)
         .int("kernels_tried", tried);
-    match unseen {
-        Ok(u) => {
-            record = record
-                .num("unseen_us", u.us, 2)
-                .str("unseen_route", &u.route)
-                .bool("unseen_verified", u.verified)
-        }
-        Err(e) => record = record.str("unseen_error", e),
-    }
+    record = with_run(record, "unseen", unseen);
+    record = with_run(record, "committed", committed);
     eprintln!(
         "{} {} {} {}x{} {}->{} {}x{} s{}: {:.1} us, {:.0} TFLOP/s ({}); unseen {}; best kernel {} {:.1} us",
         m.set,
@@ -667,7 +679,7 @@ fn measure_dispatch(
     o: &Options,
     b: &Buffers,
     problem: &Conv2dProblem,
-    table: &Table,
+    tables: &[Table],
 ) -> Result<DispatchedRun, String> {
     let ops = operands(stream, b, problem)?;
     let signature = conv::dispatch::ConvSignature {
@@ -676,14 +688,7 @@ fn measure_dispatch(
     };
     // SAFETY: the pools hold at least every tensor's elements of the problem's types.
     let launch = || unsafe {
-        conv::dispatch::launch_raw_with(
-            &REGISTRY,
-            std::slice::from_ref(table),
-            stream,
-            signature,
-            &ops,
-            Default::default(),
-        )
+        conv::dispatch::launch_raw_with(&REGISTRY, tables, stream, signature, &ops, Default::default())
     };
     let ran = launch().map_err(|e| e.to_string())?;
     let t = time_launches(ctx, stream, 3, o.iters, Some(0.2), Some(spinner), || {
