@@ -3,14 +3,15 @@
 bench/skinny/harness.cu: the RMS log error of the model select::cost::streaming_seconds (and
 tiny_seconds for the tiny forms) computes, with the committed constants, and (--refit) constants a random search finds from them.
 
-    python3 bench/skinny/fit.py TIMINGS.jsonl [--refit [trials=N] [seed=S]]
+    python3 bench/skinny/fit.py TIMINGS.jsonl[.gz] [--refit [trials=N] [seed=S]]
 
-The committed constants fit bench/results/h100_2026-11-27_issue26_skinny_staging_model.jsonl and,
-for the tiny forms, ..._tiny_fit.jsonl (the harness on bench/skinny/fit_problems*.txt and on the
+The committed constants fit bench/results/h100_2026-11-27_issue26_skinny_staging_model.jsonl.gz and,
+for the tiny forms, ..._tiny_fit.jsonl.gz (the harness on bench/skinny/fit_problems*.txt and on the
 problems of the selection tables' skinny rows; rows of sets "losers" and "heldout", held-out
 problems, are left out); the narrow form's load-width scales (width2, width4) fit
 ..._narrow_load_width_fit.jsonl, its vectorised kernel on the 16-bit fit problems.
 """
+import gzip
 import json
 import math
 import random
@@ -119,7 +120,8 @@ def rms(c, form, rows):
 
 
 def main():
-    rows = [json.loads(line) for line in open(sys.argv[1])]
+    opener = gzip.open if sys.argv[1].endswith(".gz") else open
+    rows = [json.loads(line) for line in opener(sys.argv[1], "rt")]
     # Held-out problems are left out.
     rows = [r for r in rows if r.get("set") not in ("losers", "heldout")]
     good = [r for r in rows if r["status"] == "no error" and r["rel"] < (1e-2 if ELEMENT_BYTES[r["dtype"]] == 2 else 1e-5)]

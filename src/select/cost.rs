@@ -39,7 +39,7 @@ pub const PADDING_LAUNCH_SECONDS: f64 = 4e-6;
 
 /// Staged ways must be estimated this much faster than a direct one: their copies are only
 /// modelled (chosen on held-out problems against 1.25:
-/// `bench/results/h100_2026-11-27_issue26_staging_margin_heldout.jsonl`).
+/// `bench/results/h100_2026-11-27_issue26_staging_margin_heldout.jsonl.gz`).
 pub const STAGING_MARGIN: f64 = 1.1;
 
 /// Fixed cost of one kernel launch on the device (start, tail, drain).
