@@ -989,3 +989,37 @@ fn dispatch_pads_ragged_channels_where_the_copies_pay() {
     let staged = 2 * (32 * 28 * 28 * 256 + 256 * 9 * 256 + 32 * 28 * 28 * 256);
     assert!(bytes >= staged, "{bytes} bytes for {staged} of staged tensors");
 }
+
+/// How each kernel's split-K slices divide a conv's depth (CUTLASS's `implicit_gemm_k_iterations`):
+/// a 2.x fprop slice runs every tap over its share of the channels, so 16 slices of 64 channels
+/// at 32 a K tile cost no less than 2; a 3.x kernel splits the depth evenly; a fixed-channel
+/// kernel's slices each run the whole depth and are not offered.
+#[test]
+fn split_k_slices_divide_the_depth_as_each_kernel_iterates() {
+    let problem = f16_problem(ConvKind::Fprop, [8, 56, 56, 64], [64, 7, 7]).padding(3, 3);
+    let analytic = kernel("conv_fprop_f16_analytic_sm80");
+    let work = conv::ways::work_of(analytic, &problem).unwrap();
+    assert_eq!(work.launches[0][0].slicing, select::Slicing::Channels(64));
+    assert!(model_us(analytic, &problem, 16) >= model_us(analytic, &problem, 2));
+    let hopper = kernel("conv_fprop_f16_128x32x32_streamk_sm90");
+    let work = conv::ways::work_of(hopper, &problem).unwrap();
+    let piece = work.launches[0][0];
+    assert_eq!(piece.slicing, select::Slicing::Depth);
+    // 49 taps x 64 channels over 2 or 16 slices, in whole tiles of 32.
+    assert_eq!((piece.slice_depth(2, 32), piece.slice_depth(16, 32)), (1568, 224));
+    let fixed = kernel("conv_fprop_f16_fixed_channels_8_sm80");
+    assert_eq!(conv::ways::slice_candidates(fixed), &[1]);
+}
+
+/// A strided dgrad on a 2.x unit-stride kernel (staged stride phases) pays for its gather,
+/// scatter and fill launches beside the kernel's; a strided kernel has none.
+#[test]
+fn staged_stride_phases_pay_for_their_copy_launches() {
+    let problem = f16_problem(ConvKind::Dgrad, [8, 16, 16, 48], [8, 1, 1]).stride(2, 2);
+    let unity = kernel("conv_dgrad_f16_unity_sm80");
+    let work = conv::ways::work_of(unity, &problem).unwrap();
+    // Gather, scatter, and the fill of the three phases a 1x1 filter never reaches.
+    assert_eq!(work.extra_seconds, 3.0 * select::cost::STAGING_LAUNCH_SECONDS);
+    let strided = kernel("conv_dgrad_f16_strided_sm80");
+    assert_eq!(conv::ways::work_of(strided, &problem).unwrap().extra_seconds, 0.0);
+}

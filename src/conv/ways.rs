@@ -12,7 +12,7 @@ use crate::gemm::GemmOperands;
 use crate::kernel::KernelInfo;
 use crate::model::{Api, ConvKind, IteratorAlgorithm, SplitK, StrideSupport};
 use crate::registry::Registry;
-use crate::select::cost::STAGING_MARGIN;
+use crate::select::cost::{STAGING_LAUNCH_SECONDS, STAGING_MARGIN};
 use crate::select::{Candidate, Key, Piece, Row, Slicing, Work};
 
 /// Table operation names of the three kinds start with this.
@@ -145,6 +145,10 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
             0.0
         };
         if let Ok(phases) = phases {
+            // The staged way's gather and scatter copies, and the fill of phases no tap reaches,
+            // are launches of their own.
+            let fills = phases.iter().any(|ph| !ph.has_taps());
+            let copy_launches = if staged { 2 + usize::from(fills) } else { 0 };
             let launches: Vec<Vec<Piece>> = phases
                 .iter()
                 .filter(|ph| ph.has_taps())
@@ -157,6 +161,7 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
             return Some(Work {
                 launches,
                 bytes: bytes + copies,
+                extra_seconds: copy_launches as f64 * STAGING_LAUNCH_SECONDS,
                 ..Default::default()
             });
         }
