@@ -1023,3 +1023,13 @@ fn staged_stride_phases_pay_for_their_copy_launches() {
     let strided = kernel("conv_dgrad_f16_strided_sm80");
     assert_eq!(conv::ways::work_of(strided, &problem).unwrap().extra_seconds, 0.0);
 }
+
+/// Dispatch weighs the direct kernels only over a few reduction channels per pixel (their model's
+/// range): a 567-channel 1×1 dgrad is left to the implicit-GEMM and GEMM kernels.
+#[test]
+fn direct_kernels_are_weighed_over_few_reduction_channels_only() {
+    let deep = f16_problem(ConvKind::Dgrad, [12, 74, 74, 24], [567, 1, 1]);
+    assert!(conv::small::candidates(&deep).is_empty());
+    let few = f16_problem(ConvKind::Dgrad, [12, 74, 74, 24], [16, 1, 1]);
+    assert!(!conv::small::candidates(&few).is_empty());
+}
