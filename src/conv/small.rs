@@ -179,11 +179,11 @@ fn refusal(kernel: &KernelInfo, cols: usize, problem: &Conv2dProblem) -> Option<
 
 /// Reduction channels per pixel (fprop's C, dgrad's K) up to which dispatch weighs the direct
 /// kernels: their model was fitted on 1-16 channels, and a thread reading hundreds of one pixel's
-/// channels runs far slower than it says (12×74×74, 567 → 24 dgrad: 272 µs, estimated 60).
+/// channels runs several times slower than it says.
 const MAX_SELECTED_CHANNELS: usize = 64;
 
 /// The direct ways of `problem`: each kernel of its types whose filter slice fits, where the
-/// reduction has at most [`MAX_SELECTED_CHANNELS`] channels per pixel.
+/// reduction has at most 64 channels per pixel (the range their model was fitted near).
 pub fn candidates(problem: &Conv2dProblem) -> Vec<Candidate<ConvWay>> {
     let channels = match problem.kind {
         ConvKind::Dgrad => problem.k,
