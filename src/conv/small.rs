@@ -280,8 +280,8 @@ mod tests {
     }
 
     /// Offered for a channels-last cross-correlation of one type whose filter slice fits, each
-    /// width of that type; never for wgrad, a strided dgrad, mixed types, the flipped filter or
-    /// split-K.
+    /// width of that type; never for wgrad, a strided dgrad, mixed types, the flipped filter,
+    /// split-K or more than 64 reduction channels.
     #[test]
     fn offered_where_the_filter_slice_fits() {
         let names =
@@ -295,12 +295,14 @@ mod tests {
                 "conv_small_fprop_f16_kt32"
             ]
         );
-        // 3·3·160 taps: 46 KB of filter at 8 columns; wider slices do not fit.
+        // 5·5·48 taps: 38 KB of filter at 8 columns; wider slices do not fit.
         assert_eq!(
-            names(&fprop([1, 8, 8, 160], [4, 3, 3], 1, 1, DType::Bf16)),
+            names(&fprop([1, 8, 8, 48], [4, 5, 5], 1, 2, DType::Bf16)),
             ["conv_small_fprop_bf16_kt8"]
         );
-        assert!(names(&fprop([1, 8, 8, 200], [4, 3, 3], 1, 1, DType::F32)).is_empty());
+        assert!(names(&fprop([1, 8, 8, 64], [4, 5, 5], 1, 2, DType::F32)).is_empty());
+        // More than 64 reduction channels: not weighed, though its filter slice fits.
+        assert!(names(&fprop([1, 8, 8, 80], [4, 1, 1], 1, 0, DType::F16)).is_empty());
         // A dgrad at unit stride only, its taps r·s·k.
         let mut dgrad = stem;
         dgrad.kind = ConvKind::Dgrad;
