@@ -163,6 +163,16 @@ impl Conv2dProblem {
         })
     }
 
+    /// The channels each filter tap reduces over: fprop's C, dgrad's K; `None` for wgrad (its
+    /// reduction is N·P·Q).
+    pub fn tap_channels(&self) -> Option<usize> {
+        match self.kind {
+            ConvKind::Fprop => Some(self.c),
+            ConvKind::Dgrad => Some(self.k),
+            ConvKind::Wgrad => None,
+        }
+    }
+
     /// K tiles of `tile_k` a CUTLASS 3.x conv kernel walks per output tile: its K mode is
     /// hierarchical, BLK_K tiles of the first (channel) extent times the filter positions (fprop:
     /// ⌈C/BLK_K⌉·R·S; dgrad: ⌈K/BLK_K⌉·R·S), or the flat N·P·Q for wgrad.

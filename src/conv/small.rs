@@ -147,13 +147,7 @@ fn refusal(kernel: &KernelInfo, cols: usize, problem: &Conv2dProblem) -> Option<
     let kind = kernel.operation.conv().map(|c| c.kind);
     let (a, b, c) = problem.elements;
     // The taps each output channel reduces over: r·s·c (fprop), r·s·k (dgrad).
-    let taps = problem.r
-        * problem.s
-        * if problem.kind == ConvKind::Dgrad {
-            problem.k
-        } else {
-            problem.c
-        };
+    let taps = problem.r * problem.s * problem.tap_channels().unwrap_or(problem.c);
     let shared = shared_bytes(taps, cols);
     if Some(problem.kind) != kind {
         Some(format!("it computes {kind:?}"))
@@ -185,10 +179,7 @@ const MAX_SELECTED_CHANNELS: usize = 64;
 /// The direct ways of `problem`: each kernel of its types whose filter slice fits, where the
 /// reduction has at most 64 channels per pixel (the range their model was fitted near).
 pub fn candidates(problem: &Conv2dProblem) -> Vec<Candidate<ConvWay>> {
-    let channels = match problem.kind {
-        ConvKind::Dgrad => problem.k,
-        _ => problem.c,
-    };
+    let channels = problem.tap_channels().unwrap_or(problem.c);
     if !crate::kernels::IMAGE_SUPPORT.has_code() || channels > MAX_SELECTED_CHANNELS {
         return Vec::new();
     }

@@ -176,13 +176,8 @@ pub fn work_of(kernel: &KernelInfo, problem: &Conv2dProblem) -> Option<Work> {
 /// iterators gives each slice a share of the channels at every tap, one of fixed or few channels
 /// runs the whole depth in every slice; the rest split the depth evenly.
 fn slicing(kernel: &KernelInfo, problem: &Conv2dProblem) -> Slicing {
-    if kernel.api() != Api::Cutlass2x {
+    let Some(channels) = problem.tap_channels().filter(|_| kernel.api() == Api::Cutlass2x) else {
         return Slicing::Depth;
-    }
-    let channels = match problem.kind {
-        ConvKind::Fprop => problem.c,
-        ConvKind::Dgrad => problem.k,
-        ConvKind::Wgrad => return Slicing::Depth,
     };
     match kernel.operation.conv().map(|c| c.iterator) {
         Some(IteratorAlgorithm::Analytic | IteratorAlgorithm::Optimized) => Slicing::Channels(channels),

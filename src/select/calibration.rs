@@ -10,11 +10,11 @@
 //! samples): a scales the model's throughput to the kernel's, c is what each tile's start and
 //! epilogue cost it (why short-K, many-wave problems run slower than their multiply-adds), d what
 //! each K tile costs beyond its multiply-adds (a conv tile of few channels per tap waits on its
-//! loads), b its fixed cost (launch, tail, a serial split-K's semaphore chain). The fitted time is then corrected towards the
-//! samples of nearby problems: each sample's log error against the fit weighs
-//! exp(−d²/2σ²), d the distance of the two problems' extents in octaves, and the weighted mean is
-//! shrunk towards 0 by a prior weight, so far-away rows leave the fit alone; only rows of the same
-//! layouts correct it. A kernel without rows takes the fit of its family (same generation,
+//! loads), b its fixed cost (launch, tail, a serial split-K's semaphore chain). The fitted time
+//! is then corrected towards the samples of nearby problems: each sample's log error against the
+//! fit weighs exp(−d²/2σ²), d the distance of the two problems' extents in octaves, and the
+//! weighted mean is shrunk towards 0 by a prior weight, so far-away rows leave the fit alone; only
+//! rows of the same layouts correct it. A kernel without rows takes the fit of its family (same generation,
 //! architecture, math class and A type). A design calibrated apart (the crate's own kernels whose
 //! model is fitted in seconds) keeps its model as it is and takes the local correction only. No
 //! estimate falls under the fastest row of its family at its split-K, nor under its partial sums'

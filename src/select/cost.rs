@@ -99,11 +99,15 @@ pub fn busiest_tiles(kernel: &KernelInfo, work: &Work, slices: usize, multiproce
     }
     work.launches
         .iter()
-        .map(|pieces| {
-            let tiles: f64 = pieces.iter().map(|p| output_ctas(kernel, p)).sum();
-            (tiles * slices.max(1) as f64 / multiprocessors.max(1) as f64).ceil()
-        })
+        .map(|pieces| tiles_per_sm(kernel, pieces, slices, multiprocessors))
         .sum()
+}
+
+/// The output tiles (split-K slices as tiles of their own) the busiest SM runs in one launch of
+/// `pieces`.
+fn tiles_per_sm(kernel: &KernelInfo, pieces: &[Piece], slices: usize, multiprocessors: u32) -> f64 {
+    let tiles: f64 = pieces.iter().map(|p| output_ctas(kernel, p)).sum();
+    (tiles * slices.max(1) as f64 / multiprocessors.max(1) as f64).ceil()
 }
 
 /// K-tile iterations the busiest SM runs one after another (its tiles times each slice's depth in
@@ -117,13 +121,12 @@ pub fn busiest_k_iterations(kernel: &KernelInfo, work: &Work, slices: usize, mul
     work.launches
         .iter()
         .map(|pieces| {
-            let tiles: f64 = pieces.iter().map(|p| output_ctas(kernel, p)).sum();
             let depth = pieces
                 .iter()
                 .map(|p| p.slice_depth(slices, tile_k))
                 .max()
                 .unwrap_or(0);
-            (tiles * slices.max(1) as f64 / multiprocessors.max(1) as f64).ceil() * (depth / tile_k) as f64
+            tiles_per_sm(kernel, pieces, slices, multiprocessors) * (depth / tile_k) as f64
         })
         .sum()
 }
