@@ -14,8 +14,9 @@
 //! (with another seed, the two sets do not overlap).
 //!
 //! After a change to a kernel, `--retime NAME` times again every way of the device's embedded
-//! table whose kernel's name contains NAME, on the row's own problem, and writes those rows; they
-//! replace the old ones in `bench/dispatch/*.tsv` (same key, kernel and split).
+//! table whose kernel's name contains NAME (`--min-split N`: of N or more split-K slices), on the
+//! row's own problem, and writes those rows; `bench/dispatch/replace_rows.py` puts them in place of
+//! the old ones in `bench/dispatch/*.tsv` (same key, kernel and split).
 
 mod common;
 
@@ -39,7 +40,9 @@ usage: select_sweep --out TABLE.tsv [options]
   --iters N       timed launches per way (default 10; fewer where a launch is long)
   --retime NAME   instead of random problems: time again every way of the device's embedded
                   table whose kernel name contains NAME (after a change to that kernel), each on
-                  its row's problem; rows of the ways dispatch no longer offers are reported";
+                  its row's problem; rows of the ways dispatch no longer offers are reported
+  --min-split N   with --retime, only the rows of N or more split-K slices (after a change to
+                  the split-K reduction)";
 
 struct Settings {
     count: usize,
@@ -49,6 +52,7 @@ struct Settings {
     iters: usize,
     out: String,
     retime: Option<String>,
+    min_split: usize,
 }
 
 fn parse(args: &[String]) -> Result<Settings, String> {
@@ -60,6 +64,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
         iters: 10,
         out: String::new(),
         retime: None,
+        min_split: 1,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -75,6 +80,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
             "--iters" => o.iters = number(value()?)?.max(3),
             "--out" => o.out = value()?,
             "--retime" => o.retime = Some(value()?),
+            "--min-split" => o.min_split = number(value()?)?,
             "--dtype" => {
                 o.dtypes = value()?
                     .split(',')
@@ -304,7 +310,7 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<(), String> {
         iters: o.iters,
     };
     match &o.retime {
-        Some(name) => retime(&mut timer, table, name, &mut text)?,
+        Some(name) => retime(&mut timer, table, (name, o.min_split), &mut text)?,
         None => sweep(&mut timer, table, o, &mut text)?,
     }
     std::fs::write(&o.out, text).map_err(|e| format!("{}: {e}", o.out))
@@ -353,11 +359,12 @@ fn sweep(
 fn retime(
     timer: &mut Timer,
     table: &cutlass_aot::select::Table,
-    name: &str,
+    (name, min_split): (&str, usize),
     text: &mut String,
 ) -> Result<(), String> {
     let mut by_key: BTreeMap<String, (Key, Vec<&Row>)> = BTreeMap::new();
-    for row in table.rows.iter().filter(|r| r.kernel.rust_name.contains(name)) {
+    let chosen = |r: &&Row| r.kernel.rust_name.contains(name) && r.split_k >= min_split;
+    for row in table.rows.iter().filter(chosen) {
         by_key
             .entry(format!("{:?}", row.key))
             .or_insert((row.key, Vec::new()))

@@ -114,7 +114,7 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
       void* params[] = {&a};
       auto launch = [&]() {
         cudaLaunchKernel(f, grid, dim3(threads), params, 0, 0);
-        if (a.slices > 1) cudaLaunchKernel(red, dim3((unsigned)std::min<int64_t>((rows * cols * batch + 255) / 256, 2048)), dim3(256), params, 0, 0);
+        if (a.slices > 1) { const int64_t per = cutlass_aot_skinny::kReduceThreads / cutlass_aot_skinny::reduce_parts(a.slices); cudaLaunchKernel(red, dim3((unsigned)std::min<int64_t>((rows * cols * batch + per - 1) / per, 65536)), dim3(cutlass_aot_skinny::kReduceThreads), params, 0, 0); }
       };
       launch(); cudaDeviceSynchronize();
       cudaMemset(E, 0, 16); err<T><<<1024, 256>>>(vd, R, m, n, batch, E); double h[2]; cudaMemcpy(h, E, 16, cudaMemcpyDeviceToHost);

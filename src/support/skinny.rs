@@ -252,14 +252,15 @@ impl Skinny {
         unsafe { launch_grid(stream, entry, &args, grid, (threads, 1, 1))? };
         if slices > 1 {
             let total = self.rows * self.cols * self.batch;
-            let blocks = total.div_ceil(256).min(1 << 16) as u32;
+            let per_block = REDUCE_THREADS as usize / reduce_parts(slices);
+            let blocks = total.div_ceil(per_block).min(1 << 16) as u32;
             unsafe {
                 launch_grid(
                     stream,
                     reduce_entry(self.elements),
                     &args,
                     (blocks, 1, 1),
-                    (256, 1, 1),
+                    (REDUCE_THREADS, 1, 1),
                 )?
             };
         }
@@ -322,6 +323,20 @@ fn entry(elements: Elements, form: Form, cols: usize) -> Option<&'static CStr> {
 }
 
 /// The kernel adding the slices' partial sums of `elements`.
+/// Threads of a reduce block (skinny.cuh's `kReduceThreads`).
+const REDUCE_THREADS: u32 = 256;
+
+/// Threads the reduce kernel gives each output (skinny.cuh's `reduce_parts`): a block reduces
+/// `REDUCE_THREADS / reduce_parts(slices)` outputs at a time.
+fn reduce_parts(slices: usize) -> usize {
+    match slices {
+        8.. => 8,
+        4..=7 => 4,
+        2..=3 => 2,
+        _ => 1,
+    }
+}
+
 fn reduce_entry(elements: Elements) -> &'static CStr {
     match elements {
         Elements::F16 => c"cutlass_aot_skinny_reduce_f16",

@@ -14,7 +14,7 @@
 //         fewer rows than a block holds, threads owning the same rows split the depth.
 // Both stage a chunk of Y (accumulator type, zero past cols) in shared memory per step. With
 // `slices` > 1 each slice of depth writes its partial sums to `partials` and a reduce kernel adds
-// them in slice order (deterministic) and applies alpha and beta.
+// them (in the same order at every launch: deterministic) and applies alpha and beta.
 #pragma once
 
 #include "support.cuh"
@@ -321,21 +321,52 @@ __device__ void axpy(const cutlass_aot_skinny_args& a) {
   }
 }
 
-// Adds the slices' partial sums in slice order: D = alpha * sum + beta * C.
+// Adds the slices' partial sums: D = alpha * sum + beta * C.
+// Threads per output of the reduction: up to 8, each summing every parts-th slice with several
+// loads in flight (one thread per output waited on its slices' loads one by one), combined in
+// part order through shared memory, so the sum is the same at every launch. A block of
+// kReduceThreads threads reduces kReduceThreads / parts outputs per step of its grid-stride loop.
+constexpr int kReduceThreads = 256;
+__host__ __device__ constexpr int reduce_parts(int64_t slices) {
+  return slices >= 8 ? 8 : slices >= 4 ? 4 : slices >= 2 ? 2 : 1;
+}
+
 template <typename TC, typename Acc>
 __device__ void reduce(const cutlass_aot_skinny_args& a) {
+  constexpr int kInFlight = 4;
+  __shared__ Acc sums[kReduceThreads];
+  const int parts = reduce_parts(a.slices);
+  const int per_block = kReduceThreads / parts;
+  const int lane = threadIdx.x % per_block, part = threadIdx.x / per_block;
   const int64_t per_batch = a.rows * a.cols;
   const int64_t total = per_batch * a.batch;
   const Acc* p = reinterpret_cast<const Acc*>(a.partials);
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t e0 = (int64_t)blockIdx.x * per_block; e0 < total; e0 += (int64_t)gridDim.x * per_block) {
+    const int64_t e = e0 + lane;
     Acc sum = Acc(0);
-    for (int64_t s = 0; s < a.slices; ++s) sum += p[s * total + e];
-    const int64_t b = e / per_batch;
-    const int64_t row = (e % per_batch) / a.cols;
-    const int64_t col = e % a.cols;
-    Acc v = Acc(a.alpha) * sum;
-    if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, row, col));
-    *const_cast<TC*>(at<TC>(a.d, b, row, col)) = from_acc<TC>(v);
+    if (e < total) {
+      int64_t s = part;
+      for (; s + (kInFlight - 1) * parts < a.slices; s += kInFlight * parts) {
+        Acc v[kInFlight];
+#pragma unroll
+        for (int i = 0; i < kInFlight; ++i) v[i] = p[(s + i * parts) * total + e];
+#pragma unroll
+        for (int i = 0; i < kInFlight; ++i) sum += v[i];
+      }
+      for (; s < a.slices; s += parts) sum += p[s * total + e];
+    }
+    sums[threadIdx.x] = sum;
+    __syncthreads();
+    if (part == 0 && e < total) {
+      for (int q = 1; q < parts; ++q) sum += sums[q * per_block + lane];
+      const int64_t b = e / per_batch;
+      const int64_t row = (e % per_batch) / a.cols;
+      const int64_t col = e % a.cols;
+      Acc v = Acc(a.alpha) * sum;
+      if (a.beta != 0.0) v += Acc(a.beta) * to_acc<Acc>(*at<TC>(a.c, b, row, col));
+      *const_cast<TC*>(at<TC>(a.d, b, row, col)) = from_acc<TC>(v);
+    }
+    __syncthreads();
   }
 }
 
@@ -391,7 +422,8 @@ __device__ void tiny(const cutlass_aot_skinny_args& a) {
   CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, 4)                                                              \
   CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, 8)                                                              \
   CUTLASS_AOT_SKINNY_NS(NAME, T, TC, ACC, 16)                                                             \
-  extern "C" __global__ void __launch_bounds__(256) cutlass_aot_skinny_reduce_##NAME(                     \
+  extern "C" __global__ void __launch_bounds__(cutlass_aot_skinny::kReduceThreads)                      \
+      cutlass_aot_skinny_reduce_##NAME(                                                                   \
       const cutlass_aot_skinny_args args) {                                                               \
     cutlass_aot_skinny::reduce<TC, ACC>(args);                                                            \
   }                                                                                                       \
