@@ -5,7 +5,8 @@
 // dispatch offers them, one JSON line each: the median time of
 // 20 launches (kernel + reduction) with an event between consecutive ones, queued behind a spin
 // kernel, and the relative error against an f64 reference on the GPU. The timings fit the cost
-// constants of dispatch::skinny (bench/skinny/fit.py). HARNESS_TINY_ONLY=1 times the tiny forms only.
+// constants of dispatch::skinny (bench/skinny/fit.py). HARNESS_TINY_ONLY=1 times the tiny forms only;
+// HARNESS_SLICES=1,24,48 times those splits (ascending) instead of the powers of two up to 64.
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I cutlass_glue/include -cudart static bench/skinny/harness.cu
 #define CUTLASS_AOT_DEVICE_PASS 1
 #include "cutlass_aot/narrow.cuh"
@@ -96,7 +97,14 @@ template <typename T> void run(const char* dt, void* dot[5], void* axpy[5], void
     int nci = cols <= 16 ? 0 : cols <= 32 ? 1 : cols <= 64 ? 2 : 3;
     if (kind == 1) { f = nar[nci]; rpb = 128; threads = 256; nsi = 4 + nci; }
     if (kind >= 2) { f = tiny[kind - 2]; threads = 128; nsi = 0; }
-    for (int slices = 1; slices <= 64; slices *= 2) {
+    // HARNESS_SLICES="1,35,...": these splits instead of the powers of two.
+    std::vector<int> splits;
+    if (const char* list = getenv("HARNESS_SLICES")) {
+      for (const char* c = list; *c; ++c) if (c == list || c[-1] == ',') splits.push_back(atoi(c));
+    } else {
+      for (int s = 1; s <= 64; s *= 2) splits.push_back(s);
+    }
+    for (int slices : splits) {
       if (kind >= 2 && slices > 1) break;
       if (kind == 1 && slices > 1 && k / slices < 64) break;
       if (slices > 1 && k / slices < 32) break;
