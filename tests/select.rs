@@ -16,7 +16,7 @@ use cutlass_aot::select::{self, table_for, Context};
 
 /// Held-out quality per operation: (least geometric mean of fastest ÷ chosen, least share within
 /// 5 % of the fastest). Measured 2026-11-28 on the committed tables with every feature: GEMM 0.991
-/// and 95 %, conv fprop 0.981 (89 %), dgrad 0.970 (87 %), wgrad 0.975 (88 %); the default build's
+/// and 95 %, conv fprop 0.982 (89 %), dgrad 0.971 (88 %), wgrad 0.977 (89 %); the default build's
 /// conv problems (1×1 layers as GEMMs, the direct conv; 13-130 a kind and type): f16 fprop 0.989
 /// (92 %), dgrad 0.980 (94 %), wgrad 1.000.
 fn floor(op: &str) -> (f64, f64) {
