@@ -89,12 +89,12 @@ fn packed_work(piece: Piece, elements: [DType; 3], layouts: [Layout; 3]) -> Work
 }
 
 /// The split-K slice counts dispatch tries on `kernel`: powers of two up to 16 where it splits K
-/// (2.x serial split-K, 3.x stream-K's split mode), 2 to 32 for a parallel split-K kernel (without
+/// (2.x serial split-K, 3.x stream-K's split mode), 2 to 64 for a parallel split-K kernel (without
 /// slices it only adds its reduction pass), else 1.
 pub fn slice_candidates(kernel: &KernelInfo) -> &'static [usize] {
     match kernel.design.split_k() {
         SplitK::Serial | SplitK::StreamK => &[1, 2, 4, 8, 16],
-        SplitK::Parallel => &[2, 4, 8, 16, 32],
+        SplitK::Parallel => &[2, 4, 8, 16, 32, 64],
         SplitK::None => &[1],
     }
 }
