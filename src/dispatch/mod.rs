@@ -386,7 +386,12 @@ pub fn select(
         ..problem.clone()
     };
     let chosen = context(table, device)
-        .choose(candidates::direct(registry, &problem, policy))
+        .choose(candidates::direct(
+            registry,
+            &problem,
+            policy,
+            device.multiprocessors,
+        ))
         .ok_or_else(|| refusal::no_kernel(registry, &problem, policy))?;
     Ok(Selection {
         kernel: chosen.kernel,
@@ -410,17 +415,11 @@ pub fn ways(
 ) -> Vec<select::Candidate<GemmWay>> {
     let problem = problem_of(signature, operands, device.compute_capability);
     let mut ways = if problem.k > 0 {
-        candidates::direct(registry, &problem, policy)
+        candidates::direct(registry, &problem, policy, device.multiprocessors)
     } else {
         Vec::new()
     };
-    ways.extend(candidates::staged(
-        registry,
-        signature,
-        operands,
-        device.compute_capability,
-        policy,
-    ));
+    ways.extend(candidates::staged(registry, signature, operands, device, policy));
     ways.extend(skinny::ways(&problem, operands, device, policy));
     ways
 }
