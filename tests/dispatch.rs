@@ -434,3 +434,21 @@ fn misaligned_decode_products_run_on_skinny_kernels() {
         assert!(decision.staging.is_none());
     }
 }
+
+/// Parallel split-K ways are offered where the unsplit output tiles fill fewer than two waves of
+/// SMs (slices are there to fill the GPU), at up to 64 slices; past two waves only other ways are.
+#[test]
+fn parallel_split_k_only_where_the_tiles_leave_the_gpu_idle() {
+    let parallel = |dims| {
+        let (sig, ops) = problem(DType::F16, TN, dims, 0, 0);
+        dispatch::ways(common::gemm_registry(), sig, &ops, &H100, Policy::default())
+            .iter()
+            .filter(|w| w.kernel.design.split_k() == cutlass_aot::model::SplitK::Parallel)
+            .map(|w| w.split_k)
+            .max()
+    };
+    // 2 x 2 tiles of 128 x 128 over K = 32768: 64 slices.
+    assert_eq!(parallel((256, 256, 32768, 1)), Some(64));
+    // 32 x 32 tiles of 128 x 128 (1,024, past two waves of 132 SMs): none.
+    assert_eq!(parallel((4096, 4096, 4096, 1)), None);
+}

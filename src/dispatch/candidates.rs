@@ -113,7 +113,8 @@ pub fn direct(
 
 /// Whether a parallel split-K `kernel` is worth offering on `problem`: its unsplit output tiles fill
 /// fewer than two waves of the device's SMs. Slices are there to fill the GPU; beyond that they
-/// only add partial sums (a 3006x974x1546 problem ran 55.7 us unsplit, 140.8 at 4 slices).
+/// only add partial sums (a 3006x974x1546 problem ran 55.7 us unsplit, 140.8 at 4 slices), so
+/// such ways are offered only where no other way runs the problem.
 fn worth_slicing(kernel: &KernelInfo, problem: &GemmProblem, multiprocessors: u32) -> bool {
     if kernel.design.split_k() != SplitK::Parallel {
         return true;
@@ -133,7 +134,8 @@ fn ways(
     extra_seconds: f64,
     margin: f64,
 ) -> Vec<Candidate<GemmWay>> {
-    let mut out = Vec::new();
+    // Parallel split-K ways past two waves, kept only for a registry that has nothing else.
+    let (mut out, mut spare) = (Vec::new(), Vec::new());
     for orientation in [Orientation::AsGiven, Orientation::Transposed] {
         let oriented = match orientation {
             Orientation::AsGiven => problem.clone(),
@@ -143,9 +145,10 @@ fn ways(
         let mut work = work_of(&oriented);
         work.extra_seconds = extra_seconds;
         for &kernel in registry.all() {
-            if !policy.allows(kernel) || !worth_slicing(kernel, &oriented, multiprocessors) {
+            if !policy.allows(kernel) {
                 continue;
             }
+            let worth = worth_slicing(kernel, &oriented, multiprocessors);
             for &split_k in slice_candidates(kernel) {
                 let sliced = GemmProblem {
                     split_k_slices: split_k,
@@ -158,18 +161,23 @@ fn ways(
                     }
                     continue;
                 }
-                out.push(Candidate {
+                let way = Candidate {
                     kernel,
                     split_k,
                     way: GemmWay { orientation, staged },
                     key,
                     work: work.clone(),
                     margin,
-                });
+                };
+                if worth { &mut out } else { &mut spare }.push(way);
             }
         }
     }
-    out
+    if out.is_empty() {
+        spare
+    } else {
+        out
+    }
 }
 
 /// The staged ways of `operands`: for each layout combination a kernel could take, the operands
