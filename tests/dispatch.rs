@@ -435,8 +435,8 @@ fn misaligned_decode_products_run_on_skinny_kernels() {
     }
 }
 
-/// Parallel split-K ways are offered where the unsplit output tiles fill fewer than two waves of
-/// SMs (slices are there to fill the GPU), at up to 64 slices; past two waves only other ways are.
+/// Parallel split-K ways are offered where the unsplit output tiles fill fewer than four waves of
+/// SMs (slices are there to fill the GPU), at up to 64 slices; past four waves only other ways are.
 #[test]
 fn parallel_split_k_only_where_the_tiles_leave_the_gpu_idle() {
     let parallel = |dims| {
@@ -449,6 +449,6 @@ fn parallel_split_k_only_where_the_tiles_leave_the_gpu_idle() {
     };
     // 2 x 2 tiles of 128 x 128 over K = 32768: 64 slices.
     assert_eq!(parallel((256, 256, 32768, 1)), Some(64));
-    // 32 x 32 tiles of 128 x 128 (1,024, past two waves of 132 SMs): none.
+    // 32 x 32 tiles of 128 x 128 (1,024, past four waves of 132 SMs): none.
     assert_eq!(parallel((4096, 4096, 4096, 1)), None);
 }

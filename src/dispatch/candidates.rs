@@ -112,16 +112,17 @@ pub fn direct(
 }
 
 /// Whether a parallel split-K `kernel` is worth offering on `problem`: its unsplit output tiles fill
-/// fewer than two waves of the device's SMs. Slices are there to fill the GPU; beyond that they
-/// only add partial sums (a 3006x974x1546 problem ran 55.7 us unsplit, 140.8 at 4 slices), so
-/// such ways are offered only where no other way runs the problem.
+/// fewer than four waves of the device's SMs. Slices are there to fill the GPU and the last wave's
+/// idle SMs (an f64 27759x1x1890 ran 1 % faster at 4 slices over 3.3 waves); past that they only
+/// add partial sums (a 3006x974x1546 bf16 problem, 5.7 waves: 55.7 us unsplit, 140.8 at 4
+/// slices), so such ways are offered only where no other way runs the problem.
 fn worth_slicing(kernel: &KernelInfo, problem: &GemmProblem, multiprocessors: u32) -> bool {
     if kernel.design.split_k() != SplitK::Parallel {
         return true;
     }
     let tile = kernel.tile();
     let tiles = problem.m.div_ceil(tile.m.max(1) as usize) * problem.n.div_ceil(tile.n.max(1) as usize);
-    tiles < 2 * multiprocessors.max(1) as usize
+    tiles < 4 * multiprocessors.max(1) as usize
 }
 
 /// The ways of `problem` with `staging`'s operands copied first (its extra time and margin added).
@@ -134,7 +135,7 @@ fn ways(
     extra_seconds: f64,
     margin: f64,
 ) -> Vec<Candidate<GemmWay>> {
-    // Parallel split-K ways past two waves, kept only for a registry that has nothing else.
+    // Parallel split-K ways past four waves, kept only for a registry that has nothing else.
     let (mut out, mut spare) = (Vec::new(), Vec::new());
     for orientation in [Orientation::AsGiven, Orientation::Transposed] {
         let oriented = match orientation {
