@@ -14,12 +14,12 @@
 //! is then corrected towards the samples of nearby problems: each sample's log error against the
 //! fit weighs exp(−d²/2σ²), d the distance of the two problems' extents in octaves, and the
 //! weighted mean is shrunk towards 0 by a prior weight, so far-away rows leave the fit alone; only
-//! rows of the same layouts correct it. A kernel without rows takes the fit of its family (same generation,
-//! architecture, math class and A type). A design calibrated apart (the crate's own kernels whose
-//! model is fitted in seconds) keeps its model as it is and takes the local correction only. No
-//! estimate falls under the fastest row of its family at its split-K, nor under its partial sums'
-//! traffic ([`super::cost::split_floor_seconds`]). `except` leaves problems out: how selection is
-//! judged on problems a table lacks.
+//! rows of the same layouts correct it. A kernel without rows takes the fit of its family (same
+//! generation, architecture, math class and A type). A design calibrated apart (the crate's own
+//! kernels whose model is fitted in seconds) keeps its model as it is and takes the local
+//! correction only. No estimate falls under the fastest row of its family at its split-K, nor
+//! under its partial sums' traffic ([`super::cost::split_floor_seconds`]). `except` leaves problems
+//! out: how selection is judged on problems a table lacks.
 
 use std::collections::HashMap;
 

@@ -322,7 +322,6 @@ fn entry(elements: Elements, form: Form, cols: usize) -> Option<&'static CStr> {
     }
 }
 
-/// The kernel adding the slices' partial sums of `elements`.
 /// Threads of a reduce block (skinny.cuh's `kReduceThreads`).
 const REDUCE_THREADS: u32 = 256;
 
@@ -337,6 +336,7 @@ fn reduce_parts(slices: usize) -> usize {
     }
 }
 
+/// The kernel adding the slices' partial sums of `elements`.
 fn reduce_entry(elements: Elements) -> &'static CStr {
     match elements {
         Elements::F16 => c"cutlass_aot_skinny_reduce_f16",
