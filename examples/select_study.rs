@@ -4,8 +4,10 @@
 //! problem's fastest. No GPU needed (`cutlass_aot::select::study`).
 //!
 //! ```text
-//! cargo run --release --all-features --example select_study -- [--device "NVIDIA H100 80GB HBM3"] [--losses 12] [--op conv2d]
+//! cargo run --release --all-features --example select_study -- [--device "NVIDIA H100 80GB HBM3"] [--losses 12] [--op conv2d] [--held-out SWEEP.tsv]...
 //! ```
+//! `--held-out` judges the problems of table files no embedded table holds (a fresh GPU sweep, as
+//! `select_sweep --out` writes it) against the embedded table of their device, as it is.
 //! Prints, per operation and element type, the geometric mean of fastest ÷ chosen and the share of
 //! problems within 5 % of their fastest, for the calibrated engine and the bare model, and the
 //! problems where the engine loses most.
@@ -13,8 +15,9 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use cutlass_aot::select::study::{leave_one_out, Outcome, Summary};
-use cutlass_aot::select::{Context, Key};
+use cutlass_aot::model::{DType, Layout};
+use cutlass_aot::select::study::{held_out, leave_one_out, Outcome, Summary};
+use cutlass_aot::select::{Context, Key, Raster, Row, Tuning};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,6 +28,12 @@ fn main() -> ExitCode {
             .cloned()
     };
     let losses: usize = value("--losses").and_then(|s| s.parse().ok()).unwrap_or(12);
+    let held_out_files: Vec<String> = args
+        .iter()
+        .zip(args.iter().skip(1))
+        .filter(|(flag, _)| *flag == "--held-out")
+        .map(|(_, file)| file.clone())
+        .collect();
     let device = value("--device");
     // Only operations whose name starts with this (`gemm`, `conv2d`, `conv2d_wgrad`).
     let op = value("--op").unwrap_or_default();
@@ -48,11 +57,23 @@ fn main() -> ExitCode {
             multiprocessors: sms_of(table.device),
             work_of: &cutlass_aot::operations::row_work,
         };
-        let outcomes = leave_one_out(
-            &context,
-            |o| o.starts_with(op.as_str()),
-            cutlass_aot::operations::problem_of_key,
-        );
+        let outcomes = if held_out_files.is_empty() {
+            leave_one_out(
+                &context,
+                |o| o.starts_with(op.as_str()),
+                cutlass_aot::operations::problem_of_key,
+            )
+        } else {
+            let rows = match read_rows(&held_out_files, table.device) {
+                Ok(rows) => rows,
+                Err(message) => {
+                    eprintln!("{message}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let kept = rows.into_iter().filter(|r| r.key.op.starts_with(op.as_str()));
+            held_out(&context, kept, cutlass_aot::operations::problem_of_key)
+        };
         report(&outcomes, losses);
     }
     ExitCode::SUCCESS
@@ -116,4 +137,68 @@ fn report(outcomes: &[Outcome], losses: usize) {
             o.fastest_us
         );
     }
+}
+
+/// The rows of table files measured on `device` (others skipped), kept for the program's life.
+fn read_rows(files: &[String], device: &str) -> Result<Vec<&'static Row>, String> {
+    let mut rows = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+        if let Some(other) = text.lines().find_map(|l| l.strip_prefix("# device: ")) {
+            if other.trim() != device {
+                continue;
+            }
+        }
+        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#')) {
+            let row = parse_row(line).map_err(|e| format!("{file}:{}: {e}", n + 1))?;
+            rows.extend(row.map(|r| &*Box::leak(Box::new(r))));
+        }
+    }
+    Ok(rows)
+}
+
+/// A line of a table file; `None` for a kernel this build lacks.
+fn parse_row(line: &str) -> Result<Option<Row>, String> {
+    let f: Vec<&str> = line.split('\t').collect();
+    let [op, a, b, c, layouts, dims, kernel, split, raster, swizzle, us] = f[..] else {
+        return Err(format!("{} columns, not 11", f.len()));
+    };
+    let Some(kernel) = cutlass_aot::kernels::REGISTRY.by_name(kernel) else {
+        return Ok(None);
+    };
+    let dtype = |s: &str| DType::from_manifest_name(s).ok_or(format!("element type {s}"));
+    let layout = |c: char| match c {
+        't' => Ok(Layout::Row),
+        'n' => Ok(Layout::Column),
+        _ => Err(format!("layout {c}")),
+    };
+    let layouts = match layouts {
+        "-" => None,
+        l => {
+            let v = l.chars().map(layout).collect::<Result<Vec<_>, _>>()?;
+            Some(<[Layout; 3]>::try_from(v).map_err(|_| format!("layouts {l}"))?)
+        }
+    };
+    let dims = dims
+        .split(',')
+        .map(|d| d.parse::<usize>().map_err(|e| format!("extent {d}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let number = |s: &str| s.parse::<f64>().map_err(|e| format!("{s}: {e}"));
+    let tuning = Tuning {
+        raster: match raster {
+            "m" => Raster::AlongM,
+            "n" => Raster::AlongN,
+            _ => Raster::Heuristic,
+        },
+        max_swizzle: number(swizzle)? as u32,
+    };
+    let op: &'static str = Box::leak(op.to_string().into_boxed_str());
+    let key = Key::new(op, [dtype(a)?, dtype(b)?, dtype(c)?], layouts, &dims);
+    Ok(Some(Row::new(
+        key,
+        kernel,
+        number(split)? as usize,
+        tuning,
+        number(us)?,
+    )))
 }

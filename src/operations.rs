@@ -13,11 +13,15 @@ pub fn row_work(row: &Row) -> Option<Work> {
     }
 }
 
-/// The problem a key belongs to: a GEMM and its transpose (D^T = B^T·A^T, run by the same
-/// buffers) are one problem; every other key is its own.
+/// The problem a key belongs to: a GEMM, its transpose (D^T = B^T·A^T, run by the same buffers)
+/// and its operands staged into other layouts are one problem (the ways dispatch weighs for it);
+/// every other key is its own.
 pub fn problem_of_key(key: &Key) -> Key {
     match key.op {
-        crate::dispatch::candidates::OP => crate::dispatch::candidates::canonical_key(key),
+        crate::dispatch::candidates::OP => crate::dispatch::candidates::canonical_key(&Key {
+            layouts: None,
+            ..*key
+        }),
         _ => *key,
     }
 }

@@ -15,14 +15,13 @@ use cutlass_aot::select::study::{leave_one_out, Summary};
 use cutlass_aot::select::{self, table_for, Context};
 
 /// Held-out quality per operation: (least geometric mean of fastest ÷ chosen, least share within
-/// 5 % of the fastest). Measured 2026-11-28 on the committed tables with every feature: GEMM 0.991
-/// and 95 %, conv fprop 0.982 (89 %), dgrad 0.971 (88 %), wgrad 0.977 (89 %); the default build's
-/// conv problems (1×1 layers as GEMMs, the direct conv; 13-130 a kind and type): f16 fprop 0.989
-/// (92 %), dgrad 0.980 (94 %), wgrad 1.000.
+/// 5 % of the fastest; a GEMM's ways in every orientation and staging are one problem). Measured
+/// 2026-11-28 on the committed tables with every feature: GEMM 0.990 and 93.5 %, conv fprop 0.985
+/// (90 %), dgrad 0.980 (91 %), wgrad 0.978 (89 %).
 fn floor(op: &str) -> (f64, f64) {
     match op {
-        "gemm" => (0.985, 0.93),
-        _ => (0.95, 0.80),
+        "gemm" => (0.985, 0.92),
+        _ => (0.97, 0.87),
     }
 }
 

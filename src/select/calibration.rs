@@ -29,9 +29,13 @@ use crate::kernel::KernelInfo;
 use crate::model::{Api, DType, OpClass};
 
 /// Width of the neighbourhood, in octaves of the extents.
-const SIGMA: f64 = 1.0;
+const SIGMA: f64 = 1.25;
 /// Weight of the prior (no correction) against the neighbours' corrections.
-const PRIOR_WEIGHT: f64 = 0.3;
+const PRIOR_WEIGHT: f64 = 0.05;
+/// Extents past the first five (a convolution's filter, padding, stride and dilation; a GEMM has
+/// four) change how a kernel runs more than its sizes do: their squared octaves weigh this much.
+const FORM_WEIGHT: f64 = 6.0;
+const SIZE_DIMS: usize = 5;
 /// Samples of one split-K a fit of that split needs.
 const SPLIT_SAMPLES: usize = 3;
 /// Samples a fit needs before it weighs the busiest SM's tiles and K-tile iterations as well.
@@ -56,7 +60,10 @@ impl Family {
         Family {
             api: kernel.api(),
             tensor: kernel.design.opclass() == OpClass::TensorOp,
-            element: kernel.operation.gemm_operands().map(|g| g.a.element),
+            element: kernel.operation.gemm_operands().map(|g| match g.a.element {
+                DType::Bf16 => DType::F16,
+                other => other,
+            }),
             arch: kernel.min_compute_capability,
             custom: matches!(kernel.design, crate::model::Design::Custom(_)),
             apart: match kernel.design {
@@ -67,6 +74,23 @@ impl Family {
                 _ => None,
             },
         }
+    }
+}
+
+/// The name under which a kernel's rows are pooled: bf16 and f16 kernels of one configuration run
+/// at one speed (the H100 tables' twins differ by 0.995–0.999 in geomean), so each stands in for
+/// the other.
+fn speed_twin(name: &str) -> String {
+    name.replace("bf16", "f16")
+}
+
+/// `key` with bf16 elements as f16 (the problem its speed twins run).
+fn twin_key(key: &Key) -> Key {
+    Key {
+        elements: key
+            .elements
+            .map(|e| if e == DType::Bf16 { DType::F16 } else { e }),
+        ..*key
     }
 }
 
@@ -93,7 +117,8 @@ pub enum Fit {
 /// Fitted samples of a table, by kernel name and by family.
 #[derive(Debug, Default)]
 pub struct Rates {
-    by_kernel: HashMap<&'static str, Vec<Sample>>,
+    /// By [`speed_twin`] name: a kernel's rows and its twin's.
+    by_kernel: HashMap<String, Vec<Sample>>,
     by_family: HashMap<Family, Vec<Sample>>,
 }
 
@@ -122,7 +147,11 @@ impl Rates {
                 // back), never below half the row.
                 measured: (row.us * 1e-6 - work.extra_seconds).max(0.5 * row.us * 1e-6),
             };
-            rates.by_kernel.entry(row.kernel.name).or_default().push(sample);
+            rates
+                .by_kernel
+                .entry(speed_twin(row.kernel.name))
+                .or_default()
+                .push(sample);
             rates
                 .by_family
                 .entry(Family::of(row.kernel))
@@ -149,15 +178,17 @@ impl Rates {
         multiprocessors: u32,
         except: &[Key],
     ) -> Option<(f64, Fit)> {
+        // A problem left out takes its speed twin's rows with it.
+        let except: Vec<Key> = except.iter().map(twin_key).collect();
         fn kept_of<'s>(samples: Option<&'s Vec<Sample>>, except: &[Key]) -> Vec<&'s Sample> {
             samples
                 .into_iter()
                 .flatten()
-                .filter(|s| !except.contains(&s.key))
+                .filter(|s| !except.contains(&twin_key(&s.key)))
                 .collect()
         }
-        let of = |samples| kept_of(samples, except);
-        let own = of(self.by_kernel.get(kernel.name));
+        let of = |samples| kept_of(samples, &except);
+        let own = of(self.by_kernel.get(&speed_twin(kernel.name)));
         let family_of_kernel = Family::of(kernel);
         let family = of(self.by_family.get(&family_of_kernel));
         fn of_split<'s>(samples: &[&'s Sample], split_k: usize) -> Vec<&'s Sample> {
@@ -326,7 +357,10 @@ fn local_correction(samples: &[&Sample], key: &Key, fit: Coefficients) -> f64 {
         let d2: f64 = here
             .iter()
             .zip(&s.octaves)
-            .map(|(p, q)| (*p as f64 - *q as f64).powi(2))
+            .enumerate()
+            .map(|(i, (p, q))| {
+                (*p as f64 - *q as f64).powi(2) * if i >= SIZE_DIMS { FORM_WEIGHT } else { 1.0 }
+            })
             .sum();
         let w = (-d2 / (2.0 * SIGMA * SIGMA)).exp();
         weighted += w * (s.measured / fit.apply(s.features)).ln();
@@ -353,6 +387,18 @@ mod tests {
             features: [model, tiles, 1.0, iterations],
             measured,
         }
+    }
+
+    /// A problem left out hides its bf16/f16 twin's rows too; other types stay apart.
+    #[test]
+    fn twins_share_a_key_and_a_name() {
+        let bf16 = Key::new("gemm", [DType::Bf16; 3], None, &[5, 6, 7, 1]);
+        let f16 = Key::new("gemm", [DType::F16; 3], None, &[5, 6, 7, 1]);
+        let f32 = Key::new("gemm", [DType::F32; 3], None, &[5, 6, 7, 1]);
+        assert_eq!(twin_key(&bf16), f16);
+        assert_ne!(twin_key(&f32), f16);
+        assert_eq!(speed_twin("gemm_bf16_tn_64x64"), speed_twin("gemm_f16_tn_64x64"));
+        assert_ne!(speed_twin("gemm_f32_tn_64x64"), speed_twin("gemm_f16_tn_64x64"));
     }
 
     /// A cost per K-tile iteration the model's multiply-adds do not show is fitted back exactly.

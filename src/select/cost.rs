@@ -78,11 +78,21 @@ pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiproc
         .map(|pieces| busiest_macs(kernel, pieces, slices, sms))
         .sum();
     let compute = macs / (F16_MACS_PER_SM_SECOND * math_rate(kernel));
-    let memory = (work.bytes + partial_bytes(work, slices)) / (BYTES_PER_SECOND * memory_rate(kernel));
+    let bandwidth = BYTES_PER_SECOND * memory_rate(kernel);
+    // A parallel split's reduction is a launch of its own after the product: it reads the partial
+    // sums back while nothing else runs.
+    let (overlapped, reduction) = match kernel.design.split_k() {
+        SplitK::Parallel if slices > 1 => {
+            let half = 0.5 * partial_bytes(work, slices);
+            (half, half / bandwidth + LAUNCH_SECONDS)
+        }
+        _ => (partial_bytes(work, slices), 0.0),
+    };
+    let memory = (work.bytes + overlapped) / bandwidth;
     // Serial split-K slices add into each output tile one after another, behind a semaphore.
     let chain = match kernel.design.split_k() {
         SplitK::Serial => (slices - 1) as f64 * SERIAL_SLICE_SECONDS,
-        _ => 0.0,
+        _ => reduction,
     };
     // Loads and multiply-adds overlap, not perfectly: the smaller term counts a quarter (it also
     // ranks kernels that all wait for memory by the compute they waste).

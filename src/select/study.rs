@@ -65,8 +65,35 @@ pub fn leave_one_out(
     group: impl Fn(&Key) -> Key,
 ) -> Vec<Outcome> {
     let table: &Table = context.table;
+    judge(
+        context,
+        table.rows.iter().filter(|r| op_filter(r.key.op)),
+        group,
+        true,
+    )
+}
+
+/// Every problem of `rows` (measured apart from the context's table: another session's sweep),
+/// chosen among its ways with the context's table as it is: how selection does on problems that
+/// table never measured.
+pub fn held_out(
+    context: &Context<'_>,
+    rows: impl IntoIterator<Item = &'static Row>,
+    group: impl Fn(&Key) -> Key,
+) -> Vec<Outcome> {
+    judge(context, rows, group, false)
+}
+
+/// Each problem of `rows` chosen among its ways; `leave_out`: the problem's rows in the context's
+/// table are hidden from the calibration.
+fn judge(
+    context: &Context<'_>,
+    rows: impl IntoIterator<Item = &'static Row>,
+    group: impl Fn(&Key) -> Key,
+    leave_out: bool,
+) -> Vec<Outcome> {
     let mut problems: BTreeMap<String, Vec<&'static Row>> = BTreeMap::new();
-    for row in table.rows.iter().filter(|r| op_filter(r.key.op)) {
+    for row in rows {
         let canonical = group(&row.key);
         problems.entry(format!("{canonical:?}")).or_default().push(row);
     }
@@ -89,8 +116,9 @@ pub fn leave_one_out(
                     .map(|r| r.us)
                     .fold(f64::INFINITY, f64::min)
             };
+            let except: &[Key] = if leave_out { &keys } else { &[] };
             let pick = |c: &Context<'_>| {
-                let chosen = c.choose_except(candidates(), &keys)?;
+                let chosen = c.choose_except(candidates(), except)?;
                 let name = chosen.kernel.name;
                 Some((name, chosen.split_k, measured(name, chosen.split_k, &chosen.key)))
             };
