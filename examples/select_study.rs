@@ -163,7 +163,14 @@ fn parse_row(line: &str) -> Result<Option<Row>, String> {
     let [op, a, b, c, layouts, dims, kernel, split, raster, swizzle, us] = f[..] else {
         return Err(format!("{} columns, not 11", f.len()));
     };
-    let Some(kernel) = cutlass_aot::kernels::REGISTRY.by_name(kernel) else {
+    // The registry's kernels, or the crate's skinny GEMMs (kept apart from it).
+    let skinny = || {
+        cutlass_aot::dispatch::skinny::KERNELS
+            .iter()
+            .map(|(k, ..)| *k)
+            .find(|k| k.name == kernel)
+    };
+    let Some(kernel) = cutlass_aot::kernels::REGISTRY.by_name(kernel).or_else(skinny) else {
         return Ok(None);
     };
     let dtype = |s: &str| DType::from_manifest_name(s).ok_or(format!("element type {s}"));
