@@ -21,6 +21,7 @@
 //! under its partial sums' traffic ([`super::cost::split_floor_seconds`]). `except` leaves problems
 //! out: how selection is judged on problems a table lacks.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::cost::{busiest_k_iterations, busiest_tiles, kernel_seconds, split_floor_seconds, Work};
@@ -60,10 +61,7 @@ impl Family {
         Family {
             api: kernel.api(),
             tensor: kernel.design.opclass() == OpClass::TensorOp,
-            element: kernel.operation.gemm_operands().map(|g| match g.a.element {
-                DType::Bf16 => DType::F16,
-                other => other,
-            }),
+            element: kernel.operation.gemm_operands().map(|g| twin_type(g.a.element)),
             arch: kernel.min_compute_capability,
             custom: matches!(kernel.design, crate::model::Design::Custom(_)),
             apart: match kernel.design {
@@ -77,25 +75,35 @@ impl Family {
     }
 }
 
-/// The name under which a kernel's rows are pooled: bf16 and f16 kernels of one configuration run
-/// at one speed (the H100 tables' twins differ by 0.995–0.999 in geomean), so each stands in for
-/// the other.
-fn speed_twin(name: &str) -> String {
-    name.replace("bf16", "f16")
+/// bf16 and f16 kernels of one configuration run at one speed (the H100 tables' twins differ by
+/// 0.995–0.999 in geomean), so each stands in for the other: bf16 is pooled as f16.
+fn twin_type(element: DType) -> DType {
+    match element {
+        DType::Bf16 => DType::F16,
+        other => other,
+    }
 }
 
-/// `key` with bf16 elements as f16 (the problem its speed twins run).
+/// The name under which a kernel's rows are pooled with its [`twin_type`] twin's.
+fn speed_twin(name: &str) -> Cow<'_, str> {
+    if name.contains("bf16") {
+        Cow::Owned(name.replace("bf16", "f16"))
+    } else {
+        Cow::Borrowed(name)
+    }
+}
+
+/// `key` as its speed twins run it (elements by [`twin_type`]).
 fn twin_key(key: &Key) -> Key {
     Key {
-        elements: key
-            .elements
-            .map(|e| if e == DType::Bf16 { DType::F16 } else { e }),
+        elements: key.elements.map(twin_type),
         ..*key
     }
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Sample {
+    /// The row's key as its twins run it ([`twin_key`]).
     key: Key,
     split_k: usize,
     /// log2(1 + extent) of the key's dims.
@@ -118,7 +126,7 @@ pub enum Fit {
 #[derive(Debug, Default)]
 pub struct Rates {
     /// By [`speed_twin`] name: a kernel's rows and its twin's.
-    by_kernel: HashMap<String, Vec<Sample>>,
+    by_kernel: HashMap<Cow<'static, str>, Vec<Sample>>,
     by_family: HashMap<Family, Vec<Sample>>,
 }
 
@@ -139,7 +147,7 @@ impl Rates {
                 continue;
             };
             let sample = Sample {
-                key: row.key,
+                key: twin_key(&row.key),
                 split_k: row.split_k,
                 octaves: octaves(&row.key),
                 features: features(row.kernel, &work, row.split_k, multiprocessors),
@@ -184,11 +192,11 @@ impl Rates {
             samples
                 .into_iter()
                 .flatten()
-                .filter(|s| !except.contains(&twin_key(&s.key)))
+                .filter(|s| !except.contains(&s.key))
                 .collect()
         }
         let of = |samples| kept_of(samples, &except);
-        let own = of(self.by_kernel.get(&speed_twin(kernel.name)));
+        let own = of(self.by_kernel.get(speed_twin(kernel.name).as_ref()));
         let family_of_kernel = Family::of(kernel);
         let family = of(self.by_family.get(&family_of_kernel));
         fn of_split<'s>(samples: &[&'s Sample], split_k: usize) -> Vec<&'s Sample> {

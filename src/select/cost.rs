@@ -79,21 +79,17 @@ pub fn kernel_seconds(kernel: &KernelInfo, work: &Work, slices: usize, multiproc
         .sum();
     let compute = macs / (F16_MACS_PER_SM_SECOND * math_rate(kernel));
     let bandwidth = BYTES_PER_SECOND * memory_rate(kernel);
-    // A parallel split's reduction is a launch of its own after the product: it reads the partial
-    // sums back while nothing else runs.
-    let (overlapped, reduction) = match kernel.design.split_k() {
-        SplitK::Parallel if slices > 1 => {
-            let half = 0.5 * partial_bytes(work, slices);
-            (half, half / bandwidth + LAUNCH_SECONDS)
-        }
-        _ => (partial_bytes(work, slices), 0.0),
+    let partial = partial_bytes(work, slices);
+    // The partial-sum traffic that overlaps the multiply-adds, and the time split-K adds after them.
+    let (overlapped, chain) = match kernel.design.split_k() {
+        // Serial slices add into each output tile one after another, behind a semaphore.
+        SplitK::Serial => (partial, (slices - 1) as f64 * SERIAL_SLICE_SECONDS),
+        // A parallel split's reduction is a launch of its own after the product: it reads the
+        // partial sums back while nothing else runs.
+        SplitK::Parallel if slices > 1 => (0.5 * partial, 0.5 * partial / bandwidth + LAUNCH_SECONDS),
+        _ => (partial, 0.0),
     };
     let memory = (work.bytes + overlapped) / bandwidth;
-    // Serial split-K slices add into each output tile one after another, behind a semaphore.
-    let chain = match kernel.design.split_k() {
-        SplitK::Serial => (slices - 1) as f64 * SERIAL_SLICE_SECONDS,
-        _ => reduction,
-    };
     // Loads and multiply-adds overlap, not perfectly: the smaller term counts a quarter (it also
     // ranks kernels that all wait for memory by the compute they waste).
     compute.max(memory) + 0.25 * compute.min(memory) + chain + work.launches.len() as f64 * LAUNCH_SECONDS
