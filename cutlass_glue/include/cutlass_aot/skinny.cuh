@@ -156,22 +156,47 @@ __device__ __forceinline__ int row_groups(int64_t rows, int per_unit) {
   return groups;
 }
 
+// Sums a warp's per-lane dot products and stores them: each lane ends with distinct sums (see
+// scatter_sum), so the warp's stores run in parallel.
+template <typename TC, typename Acc, int kDotRows, int NS>
+__device__ __forceinline__ void dot_store(const cutlass_aot_skinny_args& a, int64_t b, int64_t slice, int64_t row0,
+                                          int64_t col0, const Acc (&acc)[kDotRows][NS], int lane) {
+  constexpr int kValues = kDotRows * NS;
+  Acc v[kValues];
+#pragma unroll
+  for (int r = 0; r < kDotRows; ++r)
+#pragma unroll
+    for (int j = 0; j < NS; ++j) v[r * NS + j] = acc[r][j];
+  scatter_sum<16, kValues>(v, lane);
+  constexpr int kHeld = kValues >= 32 ? kValues / 32 : 1;
+  constexpr int kShare = kValues >= 32 ? 1 : 32 / kValues;  // lanes holding the same sum
+  if (lane % kShare == 0) {
+#pragma unroll
+    for (int i = 0; i < kHeld; ++i) {
+      const int index = (lane / kShare) * kHeld + i;
+      const int r = index / NS, j = index % NS;
+      if (row0 + r < a.rows && col0 + j < a.cols) store<TC, Acc>(a, b, slice, row0 + r, col0 + j, v[i]);
+    }
+  }
+}
+
 constexpr int kDotWarps = 8;
 // Rows per warp (its accumulators: rows x NS per lane) and depth steps per lane in flight, within
 // 128 registers (two blocks per SM).
 template <typename Acc> __host__ __device__ constexpr int dot_rows() { return sizeof(Acc) == 8 ? 2 : 4; }
 template <int NS> __host__ __device__ constexpr int dot_unroll() { return NS >= 8 ? 4 : 8; }
 
-template <typename T, typename TC, typename Acc, int NS>
+// kPrefetch, kWarps and kDotRows default to the crate's kernels' values (bench/floor/dot.cu tries others).
+template <typename T, typename TC, typename Acc, int NS, bool kPrefetch = true, int kWarps = kDotWarps,
+          int kDotRows = dot_rows<Acc>()>
 __device__ void dot(const cutlass_aot_skinny_args& a) {
   constexpr int kDepth = Chunk<Acc, NS>::kDepth;
-  constexpr int kDotRows = dot_rows<Acc>();
   constexpr int kDotUnroll = dot_unroll<NS>();
   __shared__ __align__(16) Acc ys[NS * (kDepth + 1)];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  const int64_t row_blocks = (a.rows + kDotWarps * kDotRows - 1) / (kDotWarps * kDotRows);
-  const int64_t row0 = (blockIdx.x % row_blocks) * (kDotWarps * kDotRows) + warp * kDotRows;
+  const int64_t row_blocks = (a.rows + kWarps * kDotRows - 1) / (kWarps * kDotRows);
+  const int64_t row0 = (blockIdx.x % row_blocks) * (kWarps * kDotRows) + warp * kDotRows;
   const int64_t col0 = blockIdx.x / row_blocks * NS;  // this block's group of columns
   const int64_t slice = blockIdx.y;
   const int64_t k_begin = slice * a.slice_depth;
@@ -188,16 +213,27 @@ __device__ void dot(const cutlass_aot_skinny_args& a) {
     for (int64_t k0 = k_begin; k0 < k_end; k0 += kDepth) {
       const int len = (int)min((int64_t)kDepth, k_end - k0);
       __syncthreads();
-      stage_y<T, Acc, NS, kDotWarps * 32, false>(a, b, k0, len, col0, ys);
+      stage_y<T, Acc, NS, kWarps * 32, false>(a, b, k0, len, col0, ys);
       __syncthreads();
+      // All loads of a step issued before any conversion (converting each as it arrived kept one
+      // load in flight); with kPrefetch, the next step's before this step's multiply-adds.
+      T next[kDotUnroll][kDotRows];
+      auto fetch = [&](int base) {
+#pragma unroll
+        for (int u = 0; u < kDotUnroll; ++u)
+#pragma unroll
+          for (int r = 0; r < kDotRows; ++r)
+            if (base + 32 * u < len) next[u][r] = xr[r][k0 + base + 32 * u];
+      };
+      if (kPrefetch) fetch(lane);
       for (int base = lane; base < len; base += 32 * kDotUnroll) {
         Acc xv[kDotUnroll][kDotRows];
+        if (!kPrefetch) fetch(base);
 #pragma unroll
-        for (int u = 0; u < kDotUnroll; ++u) {
-          const int k = base + 32 * u;
+        for (int u = 0; u < kDotUnroll; ++u)
 #pragma unroll
-          for (int r = 0; r < kDotRows; ++r) if (k < len) xv[u][r] = to_acc<Acc>(xr[r][k0 + k]);
-        }
+          for (int r = 0; r < kDotRows; ++r) xv[u][r] = to_acc<Acc>(next[u][r]);
+        if (kPrefetch && base + 32 * kDotUnroll < len) fetch(base + 32 * kDotUnroll);
 #pragma unroll
         for (int u = 0; u < kDotUnroll; ++u) {
           const int k = base + 32 * u;
@@ -211,24 +247,7 @@ __device__ void dot(const cutlass_aot_skinny_args& a) {
         }
       }
     }
-    // Each lane ends with distinct sums (see scatter_sum), so the warp's stores run in parallel.
-    constexpr int kValues = kDotRows * NS;
-    Acc v[kValues];
-#pragma unroll
-    for (int r = 0; r < kDotRows; ++r)
-#pragma unroll
-      for (int j = 0; j < NS; ++j) v[r * NS + j] = acc[r][j];
-    scatter_sum<16, kValues>(v, lane);
-    constexpr int kHeld = kValues >= 32 ? kValues / 32 : 1;
-    constexpr int kShare = kValues >= 32 ? 1 : 32 / kValues;  // lanes holding the same sum
-    if (lane % kShare == 0) {
-#pragma unroll
-      for (int i = 0; i < kHeld; ++i) {
-        const int index = (lane / kShare) * kHeld + i;
-        const int r = index / NS, j = index % NS;
-        if (row0 + r < a.rows && col0 + j < a.cols) store<TC, Acc>(a, b, slice, row0 + r, col0 + j, v[i]);
-      }
-    }
+    dot_store<TC, Acc, kDotRows, NS>(a, b, slice, row0, col0, acc, lane);
   }
 }
 
@@ -241,60 +260,73 @@ template <typename Acc, int NS, bool kParts> __host__ __device__ constexpr int a
 
 // kParts: the product has fewer rows than a block holds (see row_groups); without it the compiler
 // sees one part and the full-block path keeps none of the parts' index arithmetic.
-template <typename T, typename TC, typename Acc, int NS, bool kParts>
+// kThreads, kRows, kUnroll and kPrefetch default to the crate's kernels' values (bench/floor/axpy.cu
+// tries others); f64 does not prefetch (its doubled buffers spilled).
+template <typename T, typename TC, typename Acc, int NS, bool kParts, int kThreads = kAxpyThreads,
+          int kRows = kAxpyRows, int kUnroll = axpy_unroll<Acc, NS, kParts>(), bool kPrefetch = sizeof(Acc) == 4>
 __device__ void axpy(const cutlass_aot_skinny_args& a) {
   constexpr int kDepth = Chunk<Acc, NS>::kDepth;
   Acc* ys = chunk_buffer<Acc, NS * kDepth>();
-  const int64_t row_blocks = (a.rows + kAxpyThreads * kAxpyRows - 1) / (kAxpyThreads * kAxpyRows);
+  const int64_t row_blocks = (a.rows + kThreads * kRows - 1) / (kThreads * kRows);
   // Fewer rows than the block holds: threads owning the same rows split the depth (parts), the
   // rows of a thread `groups` apart.
-  const int groups = kParts ? row_groups<kAxpyThreads>(a.rows, kAxpyRows) : kAxpyThreads;
-  const int parts = kParts ? kAxpyThreads / groups : 1, part = kParts ? threadIdx.x / groups : 0;
-  const int64_t block_row0 = (blockIdx.x % row_blocks) * (kAxpyThreads * kAxpyRows);
+  const int groups = kParts ? row_groups<kThreads>(a.rows, kRows) : kThreads;
+  const int parts = kParts ? kThreads / groups : 1, part = kParts ? threadIdx.x / groups : 0;
+  const int64_t block_row0 = (blockIdx.x % row_blocks) * (kThreads * kRows);
   const int64_t row0 = block_row0 + threadIdx.x % groups;
   const int64_t col0 = blockIdx.x / row_blocks * NS;  // this block's group of columns
   const int64_t slice = blockIdx.y;
   const int64_t k_begin = slice * a.slice_depth;
   const int64_t k_end = slice + 1 == a.slices ? a.depth : min(a.depth, k_begin + a.slice_depth);
   for (int64_t b = blockIdx.z; b < a.batch; b += gridDim.z) {
-    const T* xr[kAxpyRows];
+    const T* xr[kRows];
 #pragma unroll
-    for (int r = 0; r < kAxpyRows; ++r) xr[r] = at<T>(a.x, b, min(row0 + r * groups, a.rows - 1), 0);
+    for (int r = 0; r < kRows; ++r) xr[r] = at<T>(a.x, b, min(row0 + r * groups, a.rows - 1), 0);
     const int64_t ks = a.x.col_stride;
-    constexpr int kAxpyUnroll = axpy_unroll<Acc, NS, kParts>();
-    Acc acc[kAxpyRows][NS];
+    Acc acc[kRows][NS];
 #pragma unroll
-    for (int r = 0; r < kAxpyRows; ++r)
+    for (int r = 0; r < kRows; ++r)
 #pragma unroll
       for (int j = 0; j < NS; ++j) acc[r][j] = Acc(0);
     for (int64_t k0 = k_begin; k0 < k_end; k0 += kDepth) {
       const int len = (int)min((int64_t)kDepth, k_end - k0);
       __syncthreads();
-      stage_y<T, Acc, NS, kAxpyThreads, true>(a, b, k0, len, col0, ys);
+      stage_y<T, Acc, NS, kThreads, true>(a, b, k0, len, col0, ys);
       __syncthreads();
-      for (int base = part; base < len; base += kAxpyUnroll * parts) {
-        Acc xv[kAxpyUnroll][kAxpyRows];
+      // Loads of the next kUnroll steps are issued before this step's multiply-adds (kPrefetch).
+      T next[kUnroll][kRows];
+      auto fetch = [&](int base) {
 #pragma unroll
-        for (int u = 0; u < kAxpyUnroll; ++u)
+        for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-          for (int r = 0; r < kAxpyRows; ++r)
-            if (base + u * parts < len) xv[u][r] = to_acc<Acc>(xr[r][(k0 + base + u * parts) * ks]);
+          for (int r = 0; r < kRows; ++r)
+            if (base + u * parts < len) next[u][r] = xr[r][(k0 + base + u * parts) * ks];
+      };
+      if (kPrefetch) fetch(part);
+      for (int base = part; base < len; base += kUnroll * parts) {
+        Acc xv[kUnroll][kRows];
+        if (!kPrefetch) fetch(base);
 #pragma unroll
-        for (int u = 0; u < kAxpyUnroll; ++u) {
+        for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) xv[u][r] = to_acc<Acc>(next[u][r]);
+        if (kPrefetch && base + kUnroll * parts < len) fetch(base + kUnroll * parts);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
           const int k = base + u * parts;
           if (k >= len) break;
 #pragma unroll
           for (int j = 0; j < NS; ++j) {
             const Acc yv = ys[k * NS + j];
 #pragma unroll
-            for (int r = 0; r < kAxpyRows; ++r) acc[r][j] += xv[u][r] * yv;
+            for (int r = 0; r < kRows; ++r) acc[r][j] += xv[u][r] * yv;
           }
         }
       }
     }
     if (!kParts) {
 #pragma unroll
-      for (int r = 0; r < kAxpyRows; ++r) {
+      for (int r = 0; r < kRows; ++r) {
         const int64_t row = row0 + r * groups;
         if (row >= a.rows) continue;
 #pragma unroll
@@ -305,14 +337,14 @@ __device__ void axpy(const cutlass_aot_skinny_args& a) {
     }
     // Parts meet in shared memory ([part][row][column], rows in block order) and are added in
     // part order.
-    constexpr int kValues = kAxpyRows * NS;
+    constexpr int kValues = kRows * NS;
     __syncthreads();
 #pragma unroll
-    for (int r = 0; r < kAxpyRows; ++r)
+    for (int r = 0; r < kRows; ++r)
 #pragma unroll
-      for (int j = 0; j < NS; ++j) ys[(part * groups * kAxpyRows + r * groups + threadIdx.x % groups) * NS + j] = acc[r][j];
+      for (int j = 0; j < NS; ++j) ys[(part * groups * kRows + r * groups + threadIdx.x % groups) * NS + j] = acc[r][j];
     __syncthreads();
-    for (int e = threadIdx.x; e < groups * kValues; e += kAxpyThreads) {
+    for (int e = threadIdx.x; e < groups * kValues; e += kThreads) {
       Acc sum = ys[e];
       for (int p = 1; p < parts; ++p) sum += ys[p * groups * kValues + e];
       const int64_t row = block_row0 + e / NS, col = col0 + e % NS;
