@@ -258,6 +258,7 @@ fn tables_are_chosen_per_device() {
         Table::new("NVIDIA H200", "2026-11-21", &[]),
         Table::new("NVIDIA H100 80GB HBM3", "2026-11-23", &[]),
     ];
+    // Equal (empty) tables: the closest device's.
     let pick = |name: &str, cc: u32| select::table_for(&TABLES, name, cc).map(|t| t.device);
     assert_eq!(pick("NVIDIA H100 80GB HBM3", 90), Some("NVIDIA H100 80GB HBM3"));
     assert_eq!(pick("NVIDIA H200", 90), Some("NVIDIA H200"));
@@ -267,6 +268,34 @@ fn tables_are_chosen_per_device() {
     assert_eq!(pick("NVIDIA GH200 480GB", 90), Some("NVIDIA H100 80GB HBM3"));
     // Ampere without a table of its own: the heuristic.
     assert_eq!(pick("NVIDIA A100-SXM4-80GB", 80), None);
+    // A device's own table loses to a Hopper table that measured more ways, and wins on a tie.
+    struct Measured(&'static str, usize);
+    impl select::MeasuredOn for Measured {
+        fn device(&self) -> &str {
+            self.0
+        }
+        fn rows(&self) -> usize {
+            self.1
+        }
+    }
+    let tables = [
+        Measured("NVIDIA H200", 12_044),
+        Measured("NVIDIA H100 80GB HBM3", 151_553),
+        Measured("NVIDIA A100-SXM4-80GB", 500_000),
+    ];
+    let pick = |name: &str, cc: u32| select::table_for(&tables, name, cc).map(|t| t.0);
+    assert_eq!(pick("NVIDIA H200", 90), Some("NVIDIA H100 80GB HBM3"));
+    assert_eq!(pick("NVIDIA A100 80GB PCIe", 80), Some("NVIDIA A100-SXM4-80GB"));
+    let tied = [Measured("NVIDIA H100 80GB HBM3", 10), Measured("NVIDIA H200", 10)];
+    assert_eq!(
+        select::table_for(&tied, "NVIDIA H200", 90).map(|t| t.0),
+        Some("NVIDIA H200")
+    );
+    // Another architecture's table is never used, however large.
+    assert_eq!(
+        select::table_for(&tables[2..], "NVIDIA H200", 90).map(|t| t.0),
+        None
+    );
     // The build embeds the measured tables with their devices.
     for table in cutlass_aot::kernels::TABLES {
         assert!(table.device.starts_with("NVIDIA "), "{:?}", table.device);

