@@ -212,10 +212,10 @@ const HOPPER_MODELS: [&str; 5] = ["H100", "H200", "H800", "H20", "GH200"];
 /// The table of `tables` that calibrates the engine best on the device named `device` with
 /// compute capability `compute_capability` (major·10 + minor): of the tables measured on that
 /// device, on another of its model (`H100`, `H200`, `A100`, ...: the first word with a digit after
-/// "NVIDIA", up to a hyphen) or, on compute capability 9.0, on any Hopper part, the one with the most rows (the
-/// closest device on a tie). Coverage ranks ways better than the device's own identity: on 681
-/// fresh problems timed on an H200, the H100's 151,553 rows chose within 5 % of the fastest way for
-/// 92.8 % of them, the H200's own 12,044 rows for 81.4 %. Tables of another architecture rank
+/// "NVIDIA", up to a hyphen) or, on compute capability 9.0, on any Hopper part, the one with the
+/// most rows; on a tie the closest device's, then the H100's. Coverage ranks ways better than the
+/// device's own identity (on an H200, the H100's tables chose better than its own smaller one:
+/// `bench/results/h200_2026-11-28_issue26_table_rule.txt`). Tables of another architecture rank
 /// the kernels wrongly: none of them (`None`: the bare model decides).
 pub fn table_for<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Option<&'t T> {
     let model = |name: &str| {
@@ -240,6 +240,6 @@ pub fn table_for<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capab
     tables
         .iter()
         .filter_map(|table| closeness(table).map(|close| (table, close)))
-        .max_by_key(|&(table, close)| (table.rows(), close))
+        .max_by_key(|&(table, close)| (table.rows(), close, table.device().contains("H100")))
         .map(|(table, _)| table)
 }
