@@ -37,12 +37,6 @@ __global__ void stream_read(const uint4* x, int64_t n, float* out) {
 
 struct Problem { const char* dtype; int64_t rows, depth, batch; };
 
-template <int TH, int R> int groups_for(int64_t rows) {
-  int g = 1;
-  while (g < TH && (int64_t)g * R < rows) g *= 2;
-  return g;
-}
-
 // The best time over slice counts of `kernel` (blocks of `threads` threads, `rows_per_block` rows).
 template <typename T>
 float best_us(cutlass_aot_skinny_args a, void* kernel, int threads, int rows_per_block, float* partials, int* slices_out) {
@@ -83,7 +77,7 @@ template <typename T> void run(bool dot_form, const Problem& p, void* x, void* y
   row("stream", time_us([&] { stream_read<<<132 * 8, 256>>>((const uint4*)x, (int64_t)(mb * 1e6 / 16), out); }, 30, 3), 1);
 #define AXPY(TH, R, U, MINB, PF)                                                                            \
   {                                                                                                         \
-    const bool parts = groups_for<TH, R>(a.rows) != TH;                                                     \
+    const bool parts = row_groups<TH>(a.rows, R) != TH;                                                     \
     void* k = parts ? (void*)axpy_variant<T, TH, R, U, MINB, true, PF> : (void*)axpy_variant<T, TH, R, U, MINB, false, PF>; \
     row(#TH "x" #R " u" #U " b" #MINB " pf" #PF, best_us<T>(a, k, TH, TH * R, partials, &s), s);           \
   }

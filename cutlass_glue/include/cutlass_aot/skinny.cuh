@@ -150,7 +150,7 @@ __device__ __forceinline__ void scatter_sum(Acc (&v)[N], int lane) {
 // where the rows fill the block, else the fewest power of two that covers them, the other threads
 // adding parts of the depth to the same rows.
 template <int kUnits>
-__device__ __forceinline__ int row_groups(int64_t rows, int per_unit) {
+__host__ __device__ __forceinline__ int row_groups(int64_t rows, int per_unit) {
   int groups = 1;
   while (groups < kUnits && (int64_t)groups * per_unit < rows) groups *= 2;
   return groups;
