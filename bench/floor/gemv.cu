@@ -37,10 +37,12 @@ __global__ void stream_read(const uint4* x, int64_t n, float* out) {
 
 struct Problem { const char* dtype; int64_t rows, depth, batch; };
 
+struct Best { float us; int slices; };
+
 // The best time over slice counts of `kernel` (blocks of `threads` threads, `rows_per_block` rows).
 template <typename T>
-float best_us(cutlass_aot_skinny_args a, void* kernel, int threads, int rows_per_block, float* partials, int* slices_out) {
-  float best = 1e30f;
+Best best_us(cutlass_aot_skinny_args a, void* kernel, int threads, int rows_per_block, float* partials) {
+  Best best{1e30f, 0};
   for (int s : {1, 2, 4, 8, 16, 32, 64}) {
     if (s > a.depth) break;
     a.slice_depth = (a.depth + s - 1) / s;
@@ -55,7 +57,7 @@ float best_us(cutlass_aot_skinny_args a, void* kernel, int threads, int rows_per
       cudaLaunchKernel(kernel, grid, dim3(threads), params, 0, 0);
       if (a.slices > 1) cudaLaunchKernel((void*)reduce_variant<T>, rgrid, dim3(256), params, 0, 0);
     }, 30, 3);
-    if (us < best) { best = us; *slices_out = a.slices; }
+    if (us < best.us) best = {us, a.slices};
   }
   return best;
 }
@@ -73,16 +75,19 @@ template <typename T> void run(bool dot_form, const Problem& p, void* x, void* y
     printf("{\"form\":\"%s\",\"problem\":\"%s %lldx1x%lld b%lld\",\"variant\":\"%s\",\"slices\":%d,\"us\":%.2f,\"gbps\":%.0f}\n",
            dot_form ? "dot" : "axpy", p.dtype, (long long)p.rows, (long long)p.depth, (long long)p.batch, v, s, us, mb * 1e3 / us);
   };
-  int s = 1;
   row("stream", time_us([&] { stream_read<<<132 * 8, 256>>>((const uint4*)x, (int64_t)(mb * 1e6 / 16), out); }, 30, 3), 1);
 #define AXPY(TH, R, U, MINB, PF)                                                                            \
   {                                                                                                         \
     const bool parts = row_groups<TH>(a.rows, R) != TH;                                                     \
     void* k = parts ? (void*)axpy_variant<T, TH, R, U, MINB, true, PF> : (void*)axpy_variant<T, TH, R, U, MINB, false, PF>; \
-    row(#TH "x" #R " u" #U " b" #MINB " pf" #PF, best_us<T>(a, k, TH, TH * R, partials, &s), s);           \
+    const Best b = best_us<T>(a, k, TH, TH * R, partials);                                                  \
+    row(#TH "x" #R " u" #U " b" #MINB " pf" #PF, b.us, b.slices);                                           \
   }
-#define DOT(W, R, MINB, PF) \
-  row(#W "w x" #R " b" #MINB " pf" #PF, best_us<T>(a, (void*)dot_variant<T, W, R, MINB, PF>, W * 32, W * R, partials, &s), s);
+#define DOT(W, R, MINB, PF)                                                                            \
+  {                                                                                                    \
+    const Best b = best_us<T>(a, (void*)dot_variant<T, W, R, MINB, PF>, W * 32, W * R, partials);     \
+    row(#W "w x" #R " b" #MINB " pf" #PF, b.us, b.slices);                                             \
+  }
   if (!dot_form) {
     AXPY(128, 2, 16, 4, true)  // the crate's kernel
     AXPY(128, 2, 16, 4, false)
