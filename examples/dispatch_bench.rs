@@ -146,7 +146,7 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<bool, String> {
     };
     let props = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
     let table =
-        cutlass_aot::select::table_for(cutlass_aot::kernels::TABLES, props.name, props.compute_capability);
+        cutlass_aot::select::device_table(cutlass_aot::kernels::TABLES, props.name, props.compute_capability);
     for &(dtype, layouts, e) in &problems {
         let types = Types {
             a: dtype,

@@ -15,9 +15,12 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use cutlass_aot::model::{DType, Layout};
 use cutlass_aot::select::study::{held_out, leave_one_out, Outcome, Summary};
-use cutlass_aot::select::{Context, Key, Raster, Row, Tuning};
+use cutlass_aot::select::{Context, Key};
+
+#[path = "common/table_file.rs"]
+mod table_file;
+use table_file::read_rows;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -46,11 +49,19 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     for table in tables {
+        // As dispatch uses it where it is the device's table: with the rows it lacks added.
+        let table = cutlass_aot::select::device_table(cutlass_aot::kernels::TABLES, table.device, 90)
+            .filter(|chosen| std::ptr::eq(chosen.rows, table.rows))
+            .unwrap_or(table);
         println!(
-            "{} (measured {}), {} rows",
+            "{} (measured {}), {} rows{}",
             table.device,
             table.date,
-            table.rows.len()
+            table.rows.len(),
+            match table.supplement().len() {
+                0 => String::new(),
+                n => format!(" and {n} of kernels it lacks from other tables"),
+            }
         );
         let context = Context {
             table,
@@ -64,7 +75,7 @@ fn main() -> ExitCode {
                 cutlass_aot::operations::problem_of_key,
             )
         } else {
-            let rows = match read_rows(&held_out_files, table.device) {
+            let rows = match read_rows(&held_out_files, Some(table.device)) {
                 Ok(rows) => rows,
                 Err(message) => {
                     eprintln!("{message}");
@@ -137,75 +148,4 @@ fn report(outcomes: &[Outcome], losses: usize) {
             o.fastest_us
         );
     }
-}
-
-/// The rows of table files measured on `device` (others skipped), kept for the program's life.
-fn read_rows(files: &[String], device: &str) -> Result<Vec<&'static Row>, String> {
-    let mut rows = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
-        if let Some(other) = text.lines().find_map(|l| l.strip_prefix("# device: ")) {
-            if other.trim() != device {
-                continue;
-            }
-        }
-        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#')) {
-            let row = parse_row(line).map_err(|e| format!("{file}:{}: {e}", n + 1))?;
-            rows.extend(row.map(|r| &*Box::leak(Box::new(r))));
-        }
-    }
-    Ok(rows)
-}
-
-/// A line of a table file; `None` for a kernel this build lacks.
-fn parse_row(line: &str) -> Result<Option<Row>, String> {
-    let f: Vec<&str> = line.split('\t').collect();
-    let [op, a, b, c, layouts, dims, kernel, split, raster, swizzle, us] = f[..] else {
-        return Err(format!("{} columns, not 11", f.len()));
-    };
-    // The registry's kernels, or the crate's skinny GEMMs (kept apart from it).
-    let skinny = || {
-        cutlass_aot::dispatch::skinny::KERNELS
-            .iter()
-            .map(|(k, ..)| *k)
-            .find(|k| k.name == kernel)
-    };
-    let Some(kernel) = cutlass_aot::kernels::REGISTRY.by_name(kernel).or_else(skinny) else {
-        return Ok(None);
-    };
-    let dtype = |s: &str| DType::from_manifest_name(s).ok_or(format!("element type {s}"));
-    let layout = |c: char| match c {
-        't' => Ok(Layout::Row),
-        'n' => Ok(Layout::Column),
-        _ => Err(format!("layout {c}")),
-    };
-    let layouts = match layouts {
-        "-" => None,
-        l => {
-            let v = l.chars().map(layout).collect::<Result<Vec<_>, _>>()?;
-            Some(<[Layout; 3]>::try_from(v).map_err(|_| format!("layouts {l}"))?)
-        }
-    };
-    let dims = dims
-        .split(',')
-        .map(|d| d.parse::<usize>().map_err(|e| format!("extent {d}: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let number = |s: &str| s.parse::<f64>().map_err(|e| format!("{s}: {e}"));
-    let tuning = Tuning {
-        raster: match raster {
-            "m" => Raster::AlongM,
-            "n" => Raster::AlongN,
-            _ => Raster::Heuristic,
-        },
-        max_swizzle: number(swizzle)? as u32,
-    };
-    let op: &'static str = Box::leak(op.to_string().into_boxed_str());
-    let key = Key::new(op, [dtype(a)?, dtype(b)?, dtype(c)?], layouts, &dims);
-    Ok(Some(Row::new(
-        key,
-        kernel,
-        number(split)? as usize,
-        tuning,
-        number(us)?,
-    )))
 }

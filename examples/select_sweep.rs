@@ -19,6 +19,8 @@
 //! the old ones in `bench/dispatch/*.tsv` (same key, kernel and split).
 
 mod common;
+#[path = "common/table_file.rs"]
+mod table_file;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -42,7 +44,10 @@ usage: select_sweep --out TABLE.tsv [options]
                   table whose kernel name contains NAME (after a change to that kernel), each on
                   its row's problem; rows of the ways dispatch no longer offers are reported
   --min-split N   with --retime, only the rows of N or more split-K slices (after a change to
-                  the split-K reduction)";
+                  the split-K reduction)
+  --rows FILE     with --retime, the rows of this table file instead of the embedded table's
+                  (repeatable; rows taken out of the tables, e.g. bench/results/*_stale_*.tsv.gz
+                  unpacked)";
 
 struct Settings {
     count: usize,
@@ -53,6 +58,8 @@ struct Settings {
     out: String,
     retime: Option<String>,
     min_split: usize,
+    /// Table files whose rows `--retime` times instead of the embedded table's.
+    rows: Vec<String>,
 }
 
 fn parse(args: &[String]) -> Result<Settings, String> {
@@ -65,6 +72,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
         out: String::new(),
         retime: None,
         min_split: 1,
+        rows: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -81,6 +89,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
             "--out" => o.out = value()?,
             "--retime" => o.retime = Some(value()?),
             "--min-split" => o.min_split = number(value()?)?,
+            "--rows" => o.rows.push(value()?),
             "--dtype" => {
                 o.dtypes = value()?
                     .split(',')
@@ -297,7 +306,7 @@ fn user_problem(key: &Key) -> Option<(DType, [cutlass_aot::model::Layout; 3], Ex
 fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<(), String> {
     let stream = ctx.new_stream().map_err(|e| e.to_string())?;
     let device = cutlass_aot::device::props(ctx).map_err(|e| e.to_string())?;
-    let table = cutlass_aot::select::table_for(kernels::TABLES, device.name, device.compute_capability)
+    let table = cutlass_aot::select::device_table(kernels::TABLES, device.name, device.compute_capability)
         .unwrap_or(&NO_TABLE);
     let mut text = cutlass_aot::select::table::tsv_header(device.name, &common::utc_date());
     let mut timer = Timer {
@@ -310,7 +319,14 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<(), String> {
         iters: o.iters,
     };
     match &o.retime {
-        Some(name) => retime(&mut timer, table, (name, o.min_split), &mut text)?,
+        Some(name) => {
+            let rows: Vec<&Row> = if o.rows.is_empty() {
+                table.rows.iter().collect()
+            } else {
+                table_file::read_rows(&o.rows, None)?
+            };
+            retime(&mut timer, &rows, (name, o.min_split), &mut text)?
+        }
         None => sweep(&mut timer, table, o, &mut text)?,
     }
     std::fs::write(&o.out, text).map_err(|e| format!("{}: {e}", o.out))
@@ -355,16 +371,16 @@ fn sweep(
     Ok(())
 }
 
-/// Times again, on its own problem, every way of `table` whose kernel's name contains `name`.
+/// Times again, on its own problem, every way of `rows` whose kernel's name contains `name`.
 fn retime(
     timer: &mut Timer,
-    table: &cutlass_aot::select::Table,
+    rows: &[&Row],
     (name, min_split): (&str, usize),
     text: &mut String,
 ) -> Result<(), String> {
     let mut by_key: BTreeMap<String, (Key, Vec<&Row>)> = BTreeMap::new();
     let chosen = |r: &&Row| r.kernel.rust_name.contains(name) && r.split_k >= min_split;
-    for row in table.rows.iter().filter(chosen) {
+    for row in rows.iter().copied().filter(chosen) {
         by_key
             .entry(format!("{:?}", row.key))
             .or_insert((row.key, Vec::new()))

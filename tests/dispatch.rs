@@ -303,6 +303,66 @@ fn tables_are_chosen_per_device() {
     }
 }
 
+#[test]
+fn device_table_adds_the_rows_of_kernels_the_chosen_table_lacks() {
+    use cutlass_aot::kernels::REGISTRY;
+    use cutlass_aot::select::{Key, Row};
+    let f16 = |k: &&cutlass_aot::KernelInfo| k.name.contains("_f16_") && k.name.contains("gemm");
+    let kept = REGISTRY
+        .all()
+        .iter()
+        .copied()
+        .find(|k| f16(k) && REGISTRY.by_name(&k.name.replace("f16", "bf16")).is_some())
+        .expect("an f16 GEMM kernel with a bf16 twin");
+    let twin = REGISTRY.by_name(&kept.name.replace("f16", "bf16")).unwrap();
+    let added = REGISTRY
+        .all()
+        .iter()
+        .copied()
+        .find(|k| f16(k) && k.name != kept.name)
+        .unwrap();
+    let key = |m: usize| {
+        Key::new(
+            "gemm",
+            [DType::F16; 3],
+            Some([Layout::Row, Layout::Column, Layout::Row]),
+            &[m, 64, 64, 1],
+        )
+    };
+    let row = |kernel, m| Row::new(key(m), kernel, 1, Default::default(), m as f64);
+    let rows = |r: Vec<Row>| -> &'static [Row] { Box::leak(r.into_boxed_slice()) };
+    let tables: &'static [Table] = Box::leak(Box::new([
+        Table::new(
+            "NVIDIA H100 80GB HBM3",
+            "2026-11-24",
+            rows((1..=5).map(|m| row(kept, m)).collect()),
+        ),
+        // The kernel the H100 table has, its twin (pooled with it) and one it lacks.
+        Table::new(
+            "NVIDIA H200",
+            "2026-11-28",
+            rows(vec![row(kept, 4), row(twin, 5), row(added, 6), row(added, 7)]),
+        ),
+    ]));
+    let table = select::device_table(tables, "NVIDIA H200", 90).expect("a Hopper table");
+    assert_eq!(table.device, "NVIDIA H100 80GB HBM3");
+    assert_eq!(table.rows.len(), 5);
+    let supplement: Vec<(&str, f64)> = table.supplement().iter().map(|r| (r.kernel.name, r.us)).collect();
+    assert_eq!(supplement, [(added.name, 6.0), (added.name, 7.0)]);
+    // The supplement counts as measured, and the kernels it did not add stay unmeasured there.
+    assert_eq!(table.fastest(&key(6), added, 1).map(|r| r.us), Some(6.0));
+    assert!(table.fastest(&key(6), kept, 1).is_none());
+    assert!(table.fastest(&key(5), twin, 1).is_none());
+    // Made once; a device with nothing to add gets the chosen table itself.
+    assert!(std::ptr::eq(
+        table,
+        select::device_table(tables, "NVIDIA H200", 90).unwrap()
+    ));
+    let alone = select::device_table(&tables[..1], "NVIDIA H200", 90).unwrap();
+    assert!(std::ptr::eq(alone, &tables[0]));
+    assert!(select::device_table(tables, "NVIDIA A100-SXM4-80GB", 80).is_none());
+}
+
 /// A repeated problem is decided from the memo: a hash lookup, not a scan of the table and every
 /// kernel's rules (the first staged decision takes hundreds of microseconds).
 #[test]

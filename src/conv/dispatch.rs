@@ -28,7 +28,7 @@ use crate::model::{ConvKind, ConvLayout, DType, Layout, MathOp};
 use crate::registry::Registry;
 use crate::select::memo::Memo;
 use crate::select::refusal::Refusal;
-use crate::select::{self, table_for, Choice, Table, NO_TABLE};
+use crate::select::{self, device_table, Choice, Table, NO_TABLE};
 use crate::types::Element;
 use crate::workspace::Workspace;
 
@@ -208,7 +208,7 @@ pub unsafe fn launch_raw_with(
 ) -> Result<ConvDispatched, Error> {
     let device = crate::device::props(stream.context())?;
     let problem = checked_problem(signature, operands)?;
-    let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
+    let table = device_table(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
     let ran = decide(registry, table, &problem, operands, &device)?;
     // SAFETY: as the caller promised for `operands`.
     unsafe {

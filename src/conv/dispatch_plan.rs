@@ -11,7 +11,7 @@ use super::dispatch::{checked_problem, decide, launch_on, ConvDispatched, ConvSi
 use super::{Conv2d, Conv2dProblem, ConvOperands, ConvTypes};
 use crate::error::Error;
 use crate::registry::Registry;
-use crate::select::{table_for, Table, NO_TABLE};
+use crate::select::{device_table, Table, NO_TABLE};
 use crate::types::Element;
 use crate::workspace::Workspace;
 
@@ -97,7 +97,7 @@ pub unsafe fn plan_raw(
 ) -> Result<ConvPlan, Error> {
     let device = crate::device::props(stream.context())?;
     let problem = checked_problem(signature, operands)?;
-    let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
+    let table = device_table(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
     let dispatched = decide(registry, table, &problem, operands, &device)?;
     let bytes = super::dispatch::workspace_bytes(&dispatched, &problem, operands, &device)?;
     stream

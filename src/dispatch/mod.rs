@@ -17,7 +17,7 @@ use crate::kernel::KernelInfo;
 use crate::matrix::{MatrixMut, MatrixRef};
 use crate::model::{DType, Layout, MathOp, OperationKind};
 use crate::registry::Registry;
-use crate::select::{self, table_for, Choice, Table, NO_TABLE};
+use crate::select::{self, device_table, Choice, Table, NO_TABLE};
 use crate::types::{Element, LayoutTag};
 use crate::CudaStream;
 
@@ -285,7 +285,7 @@ impl Dispatched {
 }
 
 /// Chooses a way to run `operands` (see the module documentation) from this crate's registry and the embedded
-/// table of this device (see [`table_for`]), and launches it on `stream`.
+/// table of this device (see [`device_table`]), and launches it on `stream`.
 ///
 /// # Safety
 /// As [`gemm::launch_raw`]: each operand must be device memory of at least `len` elements of the
@@ -450,7 +450,7 @@ pub unsafe fn launch_raw_with(
         return Ok(Dispatched::nothing());
     }
     let device = crate::device::props(stream.context())?;
-    let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
+    let table = device_table(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
     let Decision { selection, staging } =
         decide(registry, table, signature, operands, &device, options.policy)?;
     let kernel = selection.kernel;
@@ -522,7 +522,7 @@ pub fn workspace_bytes(
     }
     let device = crate::device::props(stream.context())?;
     let tables = crate::kernels::TABLES;
-    let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
+    let table = device_table(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
     let registry = &crate::kernels::REGISTRY;
     let Decision { selection, staging } = decide(registry, table, signature, operands, &device, policy)?;
     match &staging {

@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::gemm::{self, GemmOperands, PreparedGemm};
 use crate::matrix::{MatrixMut, MatrixRef};
 use crate::registry::Registry;
-use crate::select::{table_for, Table, NO_TABLE};
+use crate::select::{device_table, Table, NO_TABLE};
 use crate::types::{Element, LayoutTag};
 use crate::workspace::Workspace;
 use crate::CudaStream;
@@ -238,7 +238,7 @@ pub unsafe fn plan_raw(
             ready: None,
         });
     }
-    let table = table_for(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
+    let table = device_table(tables, device.name, device.compute_capability).unwrap_or(&NO_TABLE);
     let decision = decide(registry, table, signature, operands, &device, policy)?;
     let selection = decision.selection;
     if gemm::is_split_tf32(selection.kernel) {

@@ -85,7 +85,7 @@ fn twin_type(element: DType) -> DType {
 }
 
 /// The name under which a kernel's rows are pooled with its [`twin_type`] twin's.
-fn speed_twin(name: &str) -> Cow<'_, str> {
+pub(super) fn speed_twin(name: &str) -> Cow<'_, str> {
     if name.contains("bf16") {
         Cow::Owned(name.replace("bf16", "f16"))
     } else {
@@ -137,7 +137,11 @@ fn octaves(key: &Key) -> [f32; DIMS] {
 impl Rates {
     /// Samples of every row whose work `work_of` knows, on a device of `multiprocessors` SMs (the
     /// table's device).
-    pub fn fit(rows: &[Row], multiprocessors: u32, work_of: &dyn Fn(&Row) -> Option<Work>) -> Rates {
+    pub fn fit<'r>(
+        rows: impl IntoIterator<Item = &'r Row>,
+        multiprocessors: u32,
+        work_of: &dyn Fn(&Row) -> Option<Work>,
+    ) -> Rates {
         let mut rates = Rates::default();
         for row in rows {
             if !row.us.is_finite() || row.us <= 0.0 {

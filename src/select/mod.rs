@@ -31,7 +31,7 @@ pub mod table;
 mod tuning;
 pub mod work;
 
-pub use table::{table_for, Key, MeasuredOn, Row, Table, NO_TABLE};
+pub use table::{device_table, table_for, Key, MeasuredOn, Row, Table, NO_TABLE};
 pub use tuning::{Raster, Tuning};
 pub use work::{Piece, Slicing, Work};
 

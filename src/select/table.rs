@@ -115,6 +115,9 @@ pub struct Table {
     pub device: &'static str,
     pub date: &'static str,
     pub rows: &'static [Row],
+    /// Rows of kernels `rows` never timed, from other tables of the device's architecture (see
+    /// [`device_table`]); they count as the table's own.
+    supplement: &'static [Row],
     index: OnceLock<HashMap<Key, Vec<u32>>>,
     rates: OnceLock<Rates>,
     id: OnceLock<u64>,
@@ -126,6 +129,7 @@ impl Table {
             device,
             date,
             rows,
+            supplement: &[],
             index: OnceLock::new(),
             rates: OnceLock::new(),
             id: OnceLock::new(),
@@ -141,10 +145,21 @@ impl Table {
             .get_or_init(|| NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// The rows and the supplement's, in that order (what the index numbers).
+    pub fn all_rows(&self) -> impl Iterator<Item = &'static Row> {
+        let (rows, supplement): (&'static [Row], &'static [Row]) = (self.rows, self.supplement);
+        rows.iter().chain(supplement)
+    }
+
+    /// The supplement's rows (see [`device_table`]).
+    pub fn supplement(&self) -> &'static [Row] {
+        self.supplement
+    }
+
     fn index(&self) -> &HashMap<Key, Vec<u32>> {
         self.index.get_or_init(|| {
             let mut index: HashMap<Key, Vec<u32>> = HashMap::new();
-            for (i, row) in self.rows.iter().enumerate() {
+            for (i, row) in self.all_rows().enumerate() {
                 index.entry(row.key).or_default().push(i as u32);
             }
             index
@@ -153,12 +168,13 @@ impl Table {
 
     /// The rows that measured `key`.
     pub fn rows_of(&self, key: &Key) -> impl Iterator<Item = &'static Row> + '_ {
-        let rows: &'static [Row] = self.rows;
+        let (rows, supplement): (&'static [Row], &'static [Row]) = (self.rows, self.supplement);
+        let row = move |i: usize| rows.get(i).unwrap_or_else(|| &supplement[i - rows.len()]);
         self.index()
             .get(key)
             .into_iter()
             .flatten()
-            .map(move |&i| &rows[i as usize])
+            .map(move |&i| row(i as usize))
     }
 
     /// Whether the table measured `key` at all.
@@ -182,7 +198,7 @@ impl Table {
     /// gives a row's work (the crate's operations, [`crate::operations::row_work`]).
     pub fn rates(&self, multiprocessors: u32, work_of: &dyn Fn(&Row) -> Option<Work>) -> &Rates {
         self.rates
-            .get_or_init(|| Rates::fit(self.rows, multiprocessors, work_of))
+            .get_or_init(|| Rates::fit(self.all_rows(), multiprocessors, work_of))
     }
 }
 
@@ -209,37 +225,88 @@ pub static NO_TABLE: Table = Table::new("", "", &[]);
 /// Hopper parts: their kernels and the kernels' relative speeds carry over between them.
 const HOPPER_MODELS: [&str; 5] = ["H100", "H200", "H800", "H20", "GH200"];
 
-/// The table of `tables` that calibrates the engine best on the device named `device` with
-/// compute capability `compute_capability` (major·10 + minor): of the tables measured on that
-/// device, on another of its model (`H100`, `H200`, `A100`, ...: the first word with a digit after
-/// "NVIDIA", up to a hyphen) or, on compute capability 9.0, on any Hopper part, the one with the
-/// most rows; on a tie the closest device's, then the H100's. Coverage ranks ways better than the
-/// device's own identity (on an H200, the H100's tables chose better than its own smaller one:
-/// `bench/results/h200_2026-11-28_issue26_table_rule.txt`). Tables of another architecture rank
-/// the kernels wrongly: none of them (`None`: the bare model decides).
-pub fn table_for<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Option<&'t T> {
+/// How close a table's device is to `device` (compute capability `compute_capability`): 2 the
+/// device itself, 1 another of its model (`H100`, `H200`, `A100`, ...: the first word with a digit
+/// after "NVIDIA", up to a hyphen), 0 another Hopper part on compute capability 9.0; `None`: its
+/// kernels' relative speeds do not carry over.
+fn closeness(table_device: &str, device: &str, compute_capability: u32) -> Option<u8> {
     let model = |name: &str| {
         name.split_whitespace()
             .find(|w| *w != "NVIDIA" && w.chars().any(|c| c.is_ascii_digit()))
             .map(|w| w.split('-').next().unwrap_or(w).to_ascii_uppercase())
     };
-    let wanted = model(device);
-    // 2: this device; 1: its model; 0: another Hopper part on a Hopper device.
-    let closeness = |table: &T| -> Option<u8> {
-        let other = model(table.device());
-        if table.device() == device {
-            Some(2)
-        } else if wanted.is_some() && other == wanted {
-            Some(1)
-        } else if compute_capability == 90 && other.as_deref().is_some_and(|m| HOPPER_MODELS.contains(&m)) {
-            Some(0)
-        } else {
-            None
-        }
-    };
-    tables
+    let (wanted, other) = (model(device), model(table_device));
+    if table_device == device {
+        Some(2)
+    } else if wanted.is_some() && other == wanted {
+        Some(1)
+    } else if compute_capability == 90 && other.as_deref().is_some_and(|m| HOPPER_MODELS.contains(&m)) {
+        Some(0)
+    } else {
+        None
+    }
+}
+
+/// The tables of `tables` whose rows carry over to the device, best first: the most rows, then
+/// the closest device ([`closeness`]), then the H100's.
+fn ranked<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Vec<&'t T> {
+    let mut eligible: Vec<(&T, u8)> = tables
         .iter()
-        .filter_map(|table| closeness(table).map(|close| (table, close)))
-        .max_by_key(|&(table, close)| (table.rows(), close, table.device().contains("H100")))
-        .map(|(table, _)| table)
+        .filter_map(|t| closeness(t.device(), device, compute_capability).map(|close| (t, close)))
+        .collect();
+    eligible.sort_by_key(|&(t, close)| std::cmp::Reverse((t.rows(), close, t.device().contains("H100"))));
+    eligible.into_iter().map(|(t, _)| t).collect()
+}
+
+/// The table of `tables` that calibrates the engine best on the device named `device` with
+/// compute capability `compute_capability` (major·10 + minor): of the tables measured on that
+/// device, on another of its model or, on compute capability 9.0, on any Hopper part, the one with
+/// the most rows; on a tie the closest device's, then the H100's. Coverage ranks ways better than
+/// the device's own identity (on an H200, the H100's tables chose better than its own smaller one:
+/// `bench/results/h200_2026-11-28_issue26_table_rule.txt`). Tables of another architecture rank
+/// the kernels wrongly: none of them (`None`: the bare model decides). [`device_table`] adds the
+/// rows of kernels it lacks.
+pub fn table_for<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Option<&'t T> {
+    ranked(tables, device, compute_capability).into_iter().next()
+}
+
+/// [`table_for`]'s table, supplemented with the rows of every kernel it never timed (neither the
+/// kernel nor its bf16/f16 speed twin) from the first of the other eligible tables that did, in
+/// [`table_for`]'s order: a kernel added or changed since that table was measured (its rows taken
+/// out) is calibrated on another device of the architecture rather than by the bare model.
+/// A supplemented table is made once per set of tables and kept for the process's life.
+pub fn device_table<'t>(tables: &'t [Table], device: &str, compute_capability: u32) -> Option<&'t Table> {
+    use std::borrow::Cow;
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    // Per set of tables (their ids): the supplemented table, or `None` where nothing is missing.
+    static MADE: Mutex<Vec<(Vec<u64>, Option<&'static Table>)>> = Mutex::new(Vec::new());
+    let ranked = ranked(tables, device, compute_capability);
+    let (&main, others) = ranked.split_first()?;
+    let ids: Vec<u64> = ranked.iter().map(|t| t.id()).collect();
+    let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, table)) = made.iter().find(|(key, _)| *key == ids) {
+        return Some(table.unwrap_or(main));
+    }
+    let twin = |row: &Row| -> Cow<'static, str> { super::calibration::speed_twin(row.kernel.name) };
+    let mut timed: HashSet<Cow<'static, str>> = main.rows.iter().map(twin).collect();
+    let mut supplement = Vec::new();
+    for other in others {
+        let missing: HashSet<Cow<'static, str>> = other
+            .rows
+            .iter()
+            .map(twin)
+            .filter(|k| !timed.contains(k))
+            .collect();
+        supplement.extend(other.rows.iter().filter(|r| missing.contains(&twin(r))));
+        timed.extend(missing);
+    }
+    let table = (!supplement.is_empty()).then(|| {
+        &*Box::leak(Box::new(Table {
+            supplement: Box::leak(supplement.into_boxed_slice()),
+            ..Table::new(main.device, main.date, main.rows)
+        }))
+    });
+    made.push((ids, table));
+    Some(table.unwrap_or(main))
 }
