@@ -16,7 +16,8 @@
 //! After a change to a kernel, `--retime NAME` times again every way of the device's embedded
 //! table whose kernel's name contains NAME (`--min-split N`: of N or more split-K slices), on the
 //! row's own problem, and writes those rows; `bench/dispatch/replace_rows.py` puts them in place of
-//! the old ones in `bench/dispatch/*.tsv` (same key, kernel and split).
+//! the old ones in `bench/dispatch/*.tsv` (same key, kernel and split). `--rows FILE` takes the rows
+//! of a table file instead (rows taken out of the tables, or another device's).
 
 mod common;
 #[path = "common/table_file.rs"]
