@@ -49,7 +49,8 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     for table in tables {
-        // As dispatch uses it where it is the device's table: with the rows it lacks added.
+        // As dispatch uses it where it is the device's table: with the rows it lacks added (on
+        // compute capability 9.0: every embedded table measured a Hopper part).
         let table = cutlass_aot::select::device_table(cutlass_aot::kernels::TABLES, table.device, 90)
             .filter(|chosen| std::ptr::eq(chosen.rows, table.rows))
             .unwrap_or(table);

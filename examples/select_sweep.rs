@@ -103,6 +103,9 @@ fn parse(args: &[String]) -> Result<Settings, String> {
     if o.out.is_empty() {
         return Err(USAGE.to_string());
     }
+    if !o.rows.is_empty() && o.retime.is_none() {
+        return Err("--rows gives the rows --retime NAME times: add --retime NAME".to_string());
+    }
     Ok(o)
 }
 
