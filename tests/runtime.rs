@@ -202,8 +202,8 @@ fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
         "the 2.x modes follow, in manifest order"
     );
     // Then the 2.x kernels of arch 90 (f64 on Hopper's DMMA: 4 layouts x 4 tiles, and 4 layouts x 2
-    // tiles with parallel split-K) and the SIMT f32 kernels of the other layouts and the 64x64
-    // tile; the fused kernels come last (checked in fusion.rs).
+    // tiles with parallel split-K) and the SIMT f32 kernels of the other layouts, the 128x256 tile
+    // and the 64x64 tile; the fused kernels come last (checked in fusion.rs).
     let hopper_f64 = all[end_modes..]
         .iter()
         .take_while(|k| k.api() == Api::Cutlass2x && k.min_compute_capability == 90)
@@ -213,7 +213,7 @@ fn registry_lists_the_13_2x_kernels_first_with_unique_names() {
         .iter()
         .take_while(|k| k.design.opclass() == OpClass::Simt)
         .count();
-    assert_eq!(simt, 7, "the SIMT f32 kernels follow");
+    assert_eq!(simt, 11, "the SIMT f32 kernels follow");
     let small = all[end_modes + hopper_f64 + simt..]
         .iter()
         .take_while(|k| k.is_plain() && k.tile().m == 64 && k.api() == Api::Cutlass2x)
@@ -316,6 +316,10 @@ fn registry_filter_by_metadata() {
             "gemm_f32_simt_nt",
             "gemm_f32_simt_nn",
             "gemm_f32_simt_tn",
+            "gemm_f32_simt_tt_128x256",
+            "gemm_f32_simt_nt_128x256",
+            "gemm_f32_simt_nn_128x256",
+            "gemm_f32_simt_tn_128x256",
             "gemm_f32_simt_tt_64x64",
             "gemm_f32_simt_tn_64x64",
             "gemm_f32_simt_nt_64x64",
@@ -342,8 +346,8 @@ fn registry_filter_by_metadata() {
     );
     assert_eq!(
         names(&|_| true).len(),
-        13 + MANIFEST_ORDER_MODES.len() + hopper.len() + 7 + 8,
-        "the 13 first, the modes, Hopper's f64, 7 SIMT f32 and 8 64x64 f16/bf16 kernels after them"
+        13 + MANIFEST_ORDER_MODES.len() + hopper.len() + 11 + 8,
+        "the 13 first, the modes, Hopper's f64, 11 SIMT f32 and 8 64x64 f16/bf16 kernels after them"
     );
     // Besides it, only the transposed small-M Hopper kernels have a column-major C.
     assert!(common::gemm_registry()
@@ -493,10 +497,11 @@ fn get_kernels_f64_and_f32_problems() {
             "gemm_tf32_tt",
             "gemm_f32_simt_tt",
             "gemm_f32_3xtf32_tt",
+            "gemm_f32_simt_tt_128x256",
             "gemm_f32_simt_tt_64x64"
         ]
     );
-    // n = 255 is not a multiple of TF32's alignment 4: only SIMT (alignment 1) remains, at both tiles.
+    // n = 255 is not a multiple of TF32's alignment 4: only SIMT (alignment 1) remains, at every tile.
     let odd = GemmProblem {
         n: 255,
         ..f32_problem
@@ -505,7 +510,14 @@ fn get_kernels_f64_and_f32_problems() {
         .get_kernels(&odd, |_| true)
         .map(|k| k.rust_name)
         .collect();
-    assert_eq!(found, ["gemm_f32_simt_tt", "gemm_f32_simt_tt_64x64"]);
+    assert_eq!(
+        found,
+        [
+            "gemm_f32_simt_tt",
+            "gemm_f32_simt_tt_128x256",
+            "gemm_f32_simt_tt_64x64"
+        ]
+    );
 }
 
 #[test]
