@@ -42,9 +42,9 @@ const COUNT_2X_MODES: usize = 12;
 /// Number of f64 kernels of arch 90 (CUTLASS 2.x on Hopper's DMMA) after the modes.
 const COUNT_2X_HOPPER_F64: usize = 24;
 
-/// Number of SIMT f32 kernels after them (the other layouts at 128x128, every layout at 64x64),
-/// and of 64x64 f16/bf16 kernels after those.
-const COUNT_2X_SIMT_AND_SMALL: usize = 7 + 8;
+/// Number of SIMT f32 kernels after them (the other layouts at 128x128, every layout at 128x256
+/// and 64x64), and of 64x64 f16/bf16 kernels after those.
+const COUNT_2X_SIMT_AND_SMALL: usize = 11 + 8;
 
 /// The arch-90 kernels of `kernel_manifest.yaml`, in manifest order: a family expands in field
 /// order (`a`, then `tile`, then `cluster`), and the families follow one another.
