@@ -346,7 +346,6 @@ struct Buffers {
 }
 
 /// One problem's first-pass result: the fastest conv kernel.
-#[derive(Clone)]
 struct Measured {
     set: &'static str,
     layer: Layer,
@@ -416,7 +415,7 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
     // Pass 2: each problem as a user runs it, through dispatch with this run's table (what the
     // build embeds from --dispatch-out), and with the table less the problem's own rows (a
     // problem the table has not seen: the cost model calibrated on the other problems).
-    for m in &measured {
+    for m in measured.iter_mut() {
         let b = pools.iter().find(|b| b.dtype == m.problem.elements.0).unwrap();
         // Held out: the problem's rows, and those of its kernels' runs of it padded.
         let own: Vec<Key> = m.timed.iter().map(|t| t.0).collect();
@@ -439,10 +438,9 @@ fn run(ctx: &Arc<CudaContext>, o: &Options) -> Result<(), String> {
             // What a user of the crate gets: the build's tables (a fresh problem is in none).
             committed.push(run(cutlass_aot::kernels::TABLES));
         }
-        let mut m = m.clone();
         m.best.3 = median(best_us);
         let [dispatched, unseen, committed] = [dispatched, unseen, committed].map(median_run);
-        let record = record_of(&m, &dispatched, &unseen, &committed, &device, &date);
+        let record = record_of(m, &dispatched, &unseen, &committed, &device, &date);
         writeln!(sink, "{}", record.finish()).map_err(|e| e.to_string())?;
     }
     Ok(())

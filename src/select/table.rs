@@ -247,15 +247,19 @@ fn closeness(table_device: &str, device: &str, compute_capability: u32) -> Optio
     }
 }
 
-/// The tables of `tables` whose rows carry over to the device, best first: the most rows, then
-/// the closest device ([`closeness`]), then the H100's.
-fn ranked<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Vec<&'t T> {
-    let mut eligible: Vec<(&T, u8)> = tables
+/// The indices of the tables of `tables` whose rows carry over to the device, best first: the
+/// most rows, then the closest device ([`closeness`]), then the H100's.
+fn ranked<T: MeasuredOn>(tables: &[T], device: &str, compute_capability: u32) -> Vec<usize> {
+    let mut eligible: Vec<(usize, u8)> = tables
         .iter()
-        .filter_map(|t| closeness(t.device(), device, compute_capability).map(|close| (t, close)))
+        .enumerate()
+        .filter_map(|(i, t)| closeness(t.device(), device, compute_capability).map(|close| (i, close)))
         .collect();
-    eligible.sort_by_key(|&(t, close)| std::cmp::Reverse((t.rows(), close, t.device().contains("H100"))));
-    eligible.into_iter().map(|(t, _)| t).collect()
+    eligible.sort_by_key(|&(i, close)| {
+        let t = &tables[i];
+        std::cmp::Reverse((t.rows(), close, t.device().contains("H100")))
+    });
+    eligible.into_iter().map(|(i, _)| i).collect()
 }
 
 /// The table of `tables` that calibrates the engine best on the device named `device` with
@@ -267,7 +271,9 @@ fn ranked<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: 
 /// the kernels wrongly: none of them (`None`: the bare model decides). [`device_table`] adds the
 /// rows of kernels it lacks.
 pub fn table_for<'t, T: MeasuredOn>(tables: &'t [T], device: &str, compute_capability: u32) -> Option<&'t T> {
-    ranked(tables, device, compute_capability).into_iter().next()
+    ranked(tables, device, compute_capability)
+        .first()
+        .map(|&i| &tables[i])
 }
 
 /// [`table_for`]'s table, supplemented with the rows of every kernel it never timed (neither the
@@ -316,13 +322,14 @@ fn supplemented(tables: &[Table], device: &str, compute_capability: u32) -> Give
     use std::borrow::Cow;
     use std::collections::HashSet;
     let ranked = ranked(tables, device, compute_capability);
-    let Some((&main, others)) = ranked.split_first() else {
+    let Some((&main_index, others)) = ranked.split_first() else {
         return Given::None;
     };
+    let main = &tables[main_index];
     let twin = |row: &Row| -> Cow<'static, str> { super::calibration::speed_twin(row.kernel.name) };
     let mut timed: HashSet<Cow<'static, str>> = main.rows.iter().map(twin).collect();
     let mut supplement = Vec::new();
-    for other in others {
+    for other in others.iter().map(|&i| &tables[i]) {
         let missing: HashSet<Cow<'static, str>> = other
             .rows
             .iter()
@@ -333,8 +340,7 @@ fn supplemented(tables: &[Table], device: &str, compute_capability: u32) -> Give
         timed.extend(missing);
     }
     if supplement.is_empty() {
-        let index = tables.iter().position(|t| std::ptr::eq(t, main)).unwrap_or(0);
-        return Given::Index(index);
+        return Given::Index(main_index);
     }
     Given::Made(Box::leak(Box::new(Table {
         supplement: Box::leak(supplement.into_boxed_slice()),
