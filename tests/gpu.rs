@@ -578,6 +578,7 @@ fn typed_f16_tn(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
 /// The typed API of a fused kernel: bf16 GEMM + per-column bias + GELU through the generated
 /// `run` and its `Fused` operands, against the reference; a short bias is refused and launches
 /// nothing.
+#[cfg(feature = "epilogues")]
 fn typed_bias_gelu(ctx: &Arc<CudaContext>) -> Result<(), Failed> {
     use half::bf16;
     use kernels::bf16_sm90_128x256x64_bias_gelu as kernel;
@@ -1195,6 +1196,7 @@ fn main() {
         "typed::gemm_f16_tn_matches_reference".into(),
         Box::new(typed_f16_tn),
     );
+    #[cfg(feature = "epilogues")]
     add(
         "typed::bias_gelu_matches_reference_and_refuses_a_short_bias".into(),
         Box::new(typed_bias_gelu),
