@@ -48,7 +48,9 @@ usage: select_sweep --out TABLE.tsv [options]
                   the split-K reduction)
   --rows FILE     with --retime, the rows of this table file instead of the embedded table's
                   (repeatable; rows taken out of the tables, e.g. bench/results/*_stale_*.tsv.gz
-                  unpacked)";
+                  unpacked)
+  --with NAME     with --retime, also time on each of those problems every way dispatch offers
+                  whose kernel name contains NAME (a new kernel's first rows)";
 
 struct Settings {
     count: usize,
@@ -61,6 +63,8 @@ struct Settings {
     min_split: usize,
     /// Table files whose rows `--retime` times instead of the embedded table's.
     rows: Vec<String>,
+    /// With `--retime`: also every way of kernels named like this on the same problems.
+    with: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Settings, String> {
@@ -74,6 +78,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
         retime: None,
         min_split: 1,
         rows: Vec::new(),
+        with: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -91,6 +96,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
             "--retime" => o.retime = Some(value()?),
             "--min-split" => o.min_split = number(value()?)?,
             "--rows" => o.rows.push(value()?),
+            "--with" => o.with = Some(value()?),
             "--dtype" => {
                 o.dtypes = value()?
                     .split(',')
@@ -103,8 +109,10 @@ fn parse(args: &[String]) -> Result<Settings, String> {
     if o.out.is_empty() {
         return Err(USAGE.to_string());
     }
-    if !o.rows.is_empty() && o.retime.is_none() {
-        return Err("--rows gives the rows --retime NAME times: add --retime NAME".to_string());
+    if (!o.rows.is_empty() || o.with.is_some()) && o.retime.is_none() {
+        return Err(
+            "--rows and --with apply to the problems --retime NAME times: add --retime NAME".to_string(),
+        );
     }
     Ok(o)
 }
@@ -329,7 +337,8 @@ fn run(ctx: &Arc<CudaContext>, o: &Settings) -> Result<(), String> {
             } else {
                 table_file::read_rows(&o.rows, None)?
             };
-            retime(&mut timer, &rows, (name, o.min_split), &mut text)?
+            let with = o.with.as_deref();
+            retime(&mut timer, &rows, (name, o.min_split, with), &mut text)?
         }
         None => sweep(&mut timer, table, o, &mut text)?,
     }
@@ -375,11 +384,12 @@ fn sweep(
     Ok(())
 }
 
-/// Times again, on its own problem, every way of `rows` whose kernel's name contains `name`.
+/// Times again, on its own problem, every way of `rows` whose kernel's name contains `name`
+/// (and, with `with`, every way of that problem whose kernel's name contains it).
 fn retime(
     timer: &mut Timer,
     rows: &[&Row],
-    (name, min_split): (&str, usize),
+    (name, min_split, with): (&str, usize, Option<&str>),
     text: &mut String,
 ) -> Result<(), String> {
     let mut by_key: BTreeMap<String, (Key, Vec<&Row>)> = BTreeMap::new();
@@ -400,18 +410,29 @@ fn retime(
         let (signature, candidates, every_way) = ways_of(&timer.device, dtype, layouts, e);
         timer.data.clear();
         let mut done = std::collections::HashSet::new();
+        let mut picked = Vec::new();
         for row in rows {
             let offered = candidates
                 .iter()
                 .find(|c| c.key == row.key && std::ptr::eq(c.kernel, row.kernel) && c.split_k == row.split_k);
-            let Some(c) = offered else {
-                eprintln!(
-                    "  {:?} {} split {}: not a way dispatch offers",
-                    key.dims, row.kernel.rust_name, row.split_k
-                );
-                missing += 1;
-                continue;
+            match offered {
+                Some(c) => picked.push((c, row.tuning)),
+                None => {
+                    eprintln!(
+                        "  {:?} {} split {}: not a way dispatch offers",
+                        key.dims, row.kernel.rust_name, row.split_k
+                    );
+                    missing += 1;
+                }
+            }
+        }
+        if let Some(with) = with {
+            let named = |c: &&cutlass_aot::select::Candidate<dispatch::GemmWay>| {
+                c.key == *key && c.kernel.rust_name.contains(with)
             };
+            picked.extend(candidates.iter().filter(named).map(|c| (c, Default::default())));
+        }
+        for (c, tuning) in picked {
             if !done.insert((c.kernel.rust_name, c.split_k)) {
                 continue;
             }
@@ -424,7 +445,7 @@ fn retime(
             };
             match timer.time(signature, &every_way, &way) {
                 Ok(us) => {
-                    text.push_str(&Row::new(way.key, way.kernel, way.split_k, row.tuning, us).tsv_line());
+                    text.push_str(&Row::new(way.key, way.kernel, way.split_k, tuning, us).tsv_line());
                     text.push('\n');
                     timed += 1;
                 }

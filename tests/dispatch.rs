@@ -479,6 +479,41 @@ fn skinny_ways_follow_the_narrow_side_and_the_layout() {
     assert!(skinny_ways(sig, &ops).is_empty());
 }
 
+/// The vector dot form is offered where X and Y both walk K in aligned 16-byte vectors: A
+/// row-major and B column-major, lines, batches and addresses 16-byte aligned; never else.
+#[test]
+fn the_vector_dot_form_needs_both_operands_along_k_and_aligned() {
+    if !cutlass_aot::kernels::IMAGE_SUPPORT.has_code() {
+        return;
+    }
+    let vector = |dtype, layouts, (m, n, k, batch), pad, offset| {
+        let (sig, ops) = problem(dtype, layouts, (m, n, k, batch), pad, offset);
+        skinny_ways(sig, &ops)
+            .into_iter()
+            .filter(|w| w.0 == Form::DotVector)
+            .map(|w| (w.1, w.2))
+            .collect::<Vec<_>>()
+    };
+    // A decode step (M = 4): W·x transposed, split down to slices of 32.
+    let decode = vector(DType::Bf16, TN, (4, 4096, 2048, 1), 0, 0);
+    assert_eq!(
+        decode,
+        [1, 2, 4, 8, 16, 32, 64].map(|s| (Orientation::Transposed, s))
+    );
+    // N = 5 as given, f32 (4-element vectors) and f64 (2), batched.
+    assert!(!vector(DType::F32, TN, (900, 5, 1000, 3), 0, 0).is_empty());
+    assert!(!vector(DType::F64, TN, (900, 5, 1002, 3), 0, 0).is_empty());
+    // K not a whole number of vectors, a padded leading dimension that is, an address 2 bytes off,
+    // and a layout where Y runs across K.
+    assert!(vector(DType::F16, TN, (4, 4096, 2047, 1), 0, 0).is_empty());
+    assert!(!vector(DType::F16, TN, (4, 4096, 2047, 1), 1, 0).is_empty());
+    assert!(vector(DType::F16, TN, (4, 4096, 2048, 1), 0, 1).is_empty());
+    let tt = [Layout::Row, Layout::Row, Layout::Row];
+    assert!(vector(DType::F16, tt, (4, 4096, 2048, 1), 0, 0).is_empty());
+    // More than 8 columns on both sides: the other forms only.
+    assert!(vector(DType::F16, TN, (900, 9, 1024, 1), 0, 0).is_empty());
+}
+
 /// The tiny forms take any shape in either orientation, unsplit: a warp per output where there
 /// are at most 65,536 outputs and 2^24 multiply-adds, a thread per output where K is at most 64.
 #[test]

@@ -171,7 +171,29 @@ const SKINNY_CASES: &[(Case, &[usize])] = &[
         &[1, 4],
     ),
     (case("narrow_vector_aligned", (1000, 48, 4104, 1)), &[1, 8]),
+    // Aligned lines along K: the vector dot form (in the tn layout), a decode step and a batch
+    // whose matrices lie 8 elements apart, with C.
+    (case("decode_m1", (1, 4096, 2048, 1)), &[1, 4]),
+    (
+        Case {
+            slack: 8,
+            beta: 0.5,
+            ..case("dot_vector_batched", (5, 700, 1024, 3))
+        },
+        &[1, 2],
+    ),
 ];
+
+/// Whether the case's operands fit the vector dot form: A row-major and B column-major (both walk
+/// K, in either orientation), every line and batch 16-byte aligned.
+fn walks_k_in_vectors(dtype: DType, [la, lb]: [Layout; 2], c: &Case) -> bool {
+    let vector = 128 / dtype.bits() as usize;
+    la == Layout::Row
+        && lb == Layout::Column
+        && c.offset == 0
+        && (c.k + c.pad) % vector == 0
+        && (c.batch == 1 || c.slack % vector == 0)
+}
 
 /// A host matrix with `pad` extra elements per line and `slack` extra elements between batches.
 fn host(
@@ -268,6 +290,8 @@ struct Forced {
 enum Kind {
     /// The dot or axpy form (X's layout decides).
     CudaCores,
+    /// The dot form on 16-byte vectors (X and Y walk K, aligned).
+    DotVector,
     Tensor,
     TinyThread,
     TinyWarp,
@@ -278,6 +302,7 @@ impl Kind {
         use dispatch::skinny::Form;
         match form {
             Form::Dot | Form::Axpy => Kind::CudaCores,
+            Form::DotVector => Kind::DotVector,
             Form::Tensor => Kind::Tensor,
             Form::TinyThread => Kind::TinyThread,
             Form::TinyWarp => Kind::TinyWarp,
@@ -287,6 +312,7 @@ impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::CudaCores => "cuda_cores",
+            Kind::DotVector => "dot_vector",
             Kind::Tensor => "tensor",
             Kind::TinyThread => "tiny_thread",
             Kind::TinyWarp => "tiny_warp",
@@ -633,13 +659,24 @@ fn main() {
                         );
                         let sixteen_bit = matches!(dtype, DType::F16 | DType::Bf16);
                         let streaming = c.m.min(c.n) <= dispatch::skinny::MAX_COLS;
-                        for kind in [Kind::CudaCores, Kind::Tensor, Kind::TinyThread, Kind::TinyWarp] {
+                        let kinds = [
+                            Kind::CudaCores,
+                            Kind::DotVector,
+                            Kind::Tensor,
+                            Kind::TinyThread,
+                            Kind::TinyWarp,
+                        ];
+                        for kind in kinds {
                             // As dispatch offers them: the tiny forms unsplit, a thread per output
                             // over short depth, a warp per output over few outputs and few
                             // multiply-adds.
                             let outputs = c.m * c.n * c.batch;
                             let offered = match kind {
                                 Kind::CudaCores => streaming,
+                                Kind::DotVector => {
+                                    c.m.min(c.n) <= dispatch::skinny::MAX_VECTOR_COLS
+                                        && walks_k_in_vectors(dtype, [la, lb], &c)
+                                }
                                 Kind::Tensor => sixteen_bit,
                                 Kind::TinyThread => c.k <= 64,
                                 Kind::TinyWarp => {

@@ -9,6 +9,7 @@
 #define CUTLASS_AOT_DEVICE_PASS 1
 #include "cutlass_aot/skinny.cuh"
 #include <cstdio>
+#include <cstdlib>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include "timing.cuh"
@@ -22,6 +23,10 @@ __global__ void __launch_bounds__(TH, MINB) axpy_variant(const cutlass_aot_skinn
 template <typename T, int W, int R, int MINB, bool PF>
 __global__ void __launch_bounds__(W * 32, MINB) dot_variant(const cutlass_aot_skinny_args a) {
   dot<T, T, float, 1, PF, W, R>(a);
+}
+template <typename T, int W, int R, int MINB>
+__global__ void __launch_bounds__(W * 32, MINB) dot_vector_variant(const cutlass_aot_skinny_args a) {
+  dot_vector<T, T, float, 1, W, R>(a);
 }
 template <typename T> __global__ void __launch_bounds__(256) reduce_variant(const cutlass_aot_skinny_args a) {
   reduce<T, float>(a);
@@ -45,7 +50,7 @@ Best best_us(cutlass_aot_skinny_args a, void* kernel, int threads, int rows_per_
   Best best{1e30f, 0};
   for (int s : {1, 2, 4, 8, 16, 32, 64}) {
     if (s > a.depth) break;
-    a.slice_depth = (a.depth + s - 1) / s;
+    a.slice_depth = ((a.depth + s - 1) / s + 7) / 8 * 8;  // whole 16-byte vectors (dot_vector)
     a.slices = (int)((a.depth + a.slice_depth - 1) / a.slice_depth);
     a.partials = (uint64_t)partials;
     dim3 grid((unsigned)((a.rows + rows_per_block - 1) / rows_per_block), a.slices, (unsigned)std::min<int64_t>(a.batch, 65535));
@@ -88,6 +93,11 @@ template <typename T> void run(bool dot_form, const Problem& p, void* x, void* y
     const Best b = best_us<T>(a, (void*)dot_variant<T, W, R, MINB, PF>, W * 32, W * R, partials);     \
     row(#W "w x" #R " b" #MINB " pf" #PF, b.us, b.slices);                                             \
   }
+#define DOTV(W, R, MINB)                                                                               \
+  if (a.depth % (16 / sizeof(T)) == 0) {                                                               \
+    const Best b = best_us<T>(a, (void*)dot_vector_variant<T, W, R, MINB>, W * 32, W * R, partials);  \
+    row("vector " #W "w x" #R " b" #MINB, b.us, b.slices);                                             \
+  }
   if (!dot_form) {
     AXPY(128, 2, 16, 4, true)  // the crate's kernel
     AXPY(128, 2, 16, 4, false)
@@ -98,6 +108,10 @@ template <typename T> void run(bool dot_form, const Problem& p, void* x, void* y
     AXPY(256, 2, 8, 4, true)
     AXPY(256, 4, 4, 2, true)
   } else {
+    DOTV(8, 4, 2)  // the crate's vector kernel
+    DOTV(8, 2, 4)
+    DOTV(4, 4, 4)
+    DOTV(8, 4, 1)
     DOT(8, 4, 2, true)  // the crate's kernel
     DOT(8, 4, 2, false)
     DOT(8, 2, 4, true)
@@ -117,21 +131,25 @@ int main() {
   const Problem dot_problems[] = {
       {"bf16", 8192, 8192, 1}, {"f16", 28672, 4096, 1}, {"bf16", 4096, 14336, 1}, {"f16", 8916, 3318, 1},
       {"bf16", 2048, 2048, 1}, {"f16", 1000, 777, 16}, {"f32", 518, 3579, 1}, {"bf16", 27, 20609, 1},
-      {"f32", 4096, 4096, 1}, {"bf16", 12117, 657, 1},
+      {"f32", 4096, 4096, 1}, {"bf16", 12117, 657, 1}, {"bf16", 4096, 4096, 1}, {"f16", 1024, 4096, 1},
+      {"bf16", 3072, 8192, 1}, {"f16", 14336, 4096, 1}, {"bf16", 8192, 28672, 1}, {"f16", 2048, 2048, 1},
   };
   const size_t bytes = (size_t)1200 << 20;
   void *x, *y, *d; float *partials, *out;
   cudaMalloc(&x, bytes); cudaMalloc(&y, 64 << 20); cudaMalloc(&d, 64 << 20); cudaMalloc(&partials, 256 << 20);
   cudaMalloc(&out, 16);
   cudaMemset(x, 0, bytes); cudaMemset(y, 0, 64 << 20);
-  for (bool dot_form : {false, true}) {
-    for (const Problem& p : dot_form ? dot_problems : axpy_problems) {
+  auto run_all = [&](bool dot_form, const Problem* problems, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      const Problem& p = problems[i];
       if (p.dtype[0] == 'b') run<__nv_bfloat16>(dot_form, p, x, y, d, partials, out);
       else if (p.dtype[1] == '1') run<__half>(dot_form, p, x, y, d, partials, out);
       else run<float>(dot_form, p, x, y, d, partials, out);
       fflush(stdout);
     }
-  }
+  };
+  if (getenv("GEMV_DOT_ONLY") == nullptr) run_all(false, axpy_problems, sizeof(axpy_problems) / sizeof(Problem));
+  run_all(true, dot_problems, sizeof(dot_problems) / sizeof(Problem));
   cudaError_t st = cudaDeviceSynchronize();
   fprintf(stderr, "%s\n", cudaGetErrorString(st));
   return st != cudaSuccess;

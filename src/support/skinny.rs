@@ -14,6 +14,8 @@ use crate::error::Error;
 /// `GROUP_COLS`, one per block, each reading X.
 pub const MAX_COLS: usize = 64;
 pub const GROUP_COLS: usize = 16;
+/// The most output columns the vector dot form computes (more would spill its registers).
+pub const MAX_VECTOR_COLS: usize = 8;
 /// The most output columns a tensor-core skinny kernel computes, and the fewest its tile has.
 pub const MAX_TENSOR_COLS: usize = 64;
 pub const MIN_TENSOR_COLS: usize = 16;
@@ -65,6 +67,9 @@ pub const fn dot_rows_per_block(accumulator_bytes: usize) -> usize {
 pub enum Form {
     /// X's rows contiguous along depth: lanes along depth, shuffled sums.
     Dot,
+    /// The dot form reading X and Y in 16-byte vectors: X's rows and Y's columns contiguous along
+    /// depth, each (and every slice of depth) starting on a 16-byte boundary.
+    DotVector,
     /// X's columns contiguous along rows: a thread per row.
     Axpy,
     /// Either layout, staged through shared memory into tensor-core fragments (16-bit X and Y).
@@ -80,6 +85,7 @@ impl Form {
     pub const fn max_cols(self) -> usize {
         match self {
             Form::Tensor => MAX_TENSOR_COLS,
+            Form::DotVector => MAX_VECTOR_COLS,
             Form::TinyThread | Form::TinyWarp => usize::MAX,
             _ => MAX_COLS,
         }
@@ -103,6 +109,15 @@ pub enum Elements {
 }
 
 impl Elements {
+    /// Bytes of an element of X and Y.
+    pub const fn operand_bytes(self) -> usize {
+        match self {
+            Elements::F16 | Elements::Bf16 | Elements::F16F32 | Elements::Bf16F32 => 2,
+            Elements::F32 => 4,
+            Elements::F64 => 8,
+        }
+    }
+
     /// Bytes of the accumulator (and of a partial sum).
     pub const fn accumulator_bytes(self) -> usize {
         match self {
@@ -153,7 +168,40 @@ pub(crate) struct Skinny {
     pub(crate) partials: u64,
 }
 
+/// The vector dot form's loads (`cutlass_aot/skinny.cuh`'s `dot_vector`).
+const VECTOR_BYTES: usize = 16;
+
+/// Whether `view` walks depth contiguously in 16-byte vectors of `bytes`-byte elements: unit stride along depth, and its
+/// start, each of its `lines` (rows of X, columns of Y) and each of its `batch` matrices 16-byte
+/// aligned. `along_rows`: depth runs along the view's rows (Y) instead of its columns (X).
+pub(crate) fn walks_in_vectors(
+    view: &View,
+    along_rows: bool,
+    lines: usize,
+    batch: usize,
+    bytes: usize,
+) -> bool {
+    let (unit, line_stride) = if along_rows {
+        (view.row_stride, view.col_stride)
+    } else {
+        (view.col_stride, view.row_stride)
+    };
+    let vector = (VECTOR_BYTES / bytes) as i64;
+    unit == 1
+        && view.base % VECTOR_BYTES as u64 == 0
+        && (lines <= 1 || line_stride % vector == 0)
+        && (batch <= 1 || view.batch_stride % vector == 0)
+}
+
 impl Skinny {
+    /// Whether X and Y fit the vector dot form: both contiguous along depth and 16-byte aligned
+    /// (`dot_vector` in `skinny.cuh` reads them so and checks nothing).
+    pub fn vectors_fit(&self) -> bool {
+        let bytes = self.elements.operand_bytes();
+        walks_in_vectors(&self.x, false, self.rows, self.batch, bytes)
+            && walks_in_vectors(&self.y, true, self.cols, self.batch, bytes)
+    }
+
     /// Bytes of partial sums `slices` slices need (0 without a split).
     pub fn partial_bytes(elements: Elements, rows: usize, cols: usize, batch: usize, slices: usize) -> usize {
         if slices <= 1 {
@@ -174,6 +222,7 @@ impl Skinny {
         let form = self.form;
         let walks = match form {
             Form::Dot => self.x.col_stride == 1,
+            Form::DotVector => self.vectors_fit(),
             Form::Axpy => self.x.row_stride == 1,
             Form::Tensor | Form::TinyThread | Form::TinyWarp => true,
         };
@@ -188,8 +237,9 @@ impl Skinny {
                 "skinny GEMM",
                 format!(
                     "{:?} form of {:?} on X strides ({}, {}), {} columns, {} slices: the dot form reads rows \
-                     contiguous along depth, the axpy form columns contiguous along rows, the tensor form 16-bit \
-                     operands; at most {} columns; 1 to 65535 slices (the tiny forms: 1)",
+                     contiguous along depth (the vector dot form also Y's columns, 16-byte aligned), the axpy \
+                     form columns contiguous along rows, the tensor form 16-bit operands; at most {} columns; \
+                     1 to 65535 slices (the tiny forms: 1)",
                     form,
                     self.elements,
                     self.x.row_stride,
@@ -205,6 +255,9 @@ impl Skinny {
         let mut slice_depth = self.depth.max(1).div_ceil(self.slices.min(self.depth.max(1)));
         if form == Form::Tensor && self.slices > 1 {
             slice_depth = slice_depth.next_multiple_of(4);
+        }
+        if form == Form::DotVector && self.slices > 1 {
+            slice_depth = slice_depth.next_multiple_of(VECTOR_BYTES / self.elements.operand_bytes());
         }
         let slices = self.depth.max(1).div_ceil(slice_depth);
         let args = SkinnyArgs {
@@ -230,12 +283,14 @@ impl Skinny {
             return unsafe { launch_grid(stream, entry, &args, (blocks, 1, 1), (TINY_THREADS, 1, 1)) };
         }
         let (rows_per_block, threads) = match form {
-            Form::Dot => (dot_rows_per_block(self.elements.accumulator_bytes()), DOT_THREADS),
+            Form::Dot | Form::DotVector => {
+                (dot_rows_per_block(self.elements.accumulator_bytes()), DOT_THREADS)
+            }
             Form::Axpy => (AXPY_ROWS_PER_BLOCK, AXPY_THREADS),
             _ => (TENSOR_ROWS_PER_BLOCK, TENSOR_THREADS),
         };
         let groups = match form {
-            Form::Dot | Form::Axpy => self.cols.div_ceil(GROUP_COLS),
+            Form::Dot | Form::DotVector | Form::Axpy => self.cols.div_ceil(GROUP_COLS),
             _ => 1,
         };
         let blocks = self.rows.div_ceil(rows_per_block) * groups;
@@ -305,6 +360,13 @@ fn entry(elements: Elements, form: Form, cols: usize) -> Option<&'static CStr> {
         ($name:literal, $tensor:expr) => {
             match form {
                 Form::Dot => Some(widths!("dot", $name)),
+                Form::DotVector => match cols {
+                    0..=1 => Some(name!("cutlass_aot_skinny_dotv_", $name, "_n1")),
+                    2 => Some(name!("cutlass_aot_skinny_dotv_", $name, "_n2")),
+                    3..=4 => Some(name!("cutlass_aot_skinny_dotv_", $name, "_n4")),
+                    5..=MAX_VECTOR_COLS => Some(name!("cutlass_aot_skinny_dotv_", $name, "_n8")),
+                    _ => None,
+                },
                 Form::Axpy => Some(widths!("axpy", $name)),
                 Form::Tensor => $tensor,
                 Form::TinyThread => Some(name!("cutlass_aot_skinny_tiny_thread_", $name)),
@@ -361,6 +423,12 @@ mod tests {
             Some("cutlass_aot_skinny_dot_f16_n4")
         );
         assert_eq!(name(Elements::F64, Form::Tensor, 3), None);
+        assert_eq!(
+            name(Elements::F64, Form::DotVector, 7),
+            Some("cutlass_aot_skinny_dotv_f64_n8")
+        );
+        assert_eq!(name(Elements::F16, Form::DotVector, 9), None);
+        assert!(source.contains("CUTLASS_AOT_SKINNY_DOTV(NAME, T, TC, ACC, 8)"));
         assert_eq!(
             name(Elements::Bf16F32, Form::Axpy, 9),
             Some("cutlass_aot_skinny_axpy_bf16_f32_n16")

@@ -1,6 +1,6 @@
 //! The crate's own kernels a table may time beside the manifest's (built into the runtime's
 //! support image, not generated from the manifest): the skinny GEMM forms
-//! (`cutlass_aot_skinny_{dot,axpy,tensor,tiny_thread,tiny_warp}_{types}`,
+//! (`cutlass_aot_skinny_{dot,dotv,axpy,tensor,tiny_thread,tiny_warp}_{types}`,
 //! `cutlass_aot::dispatch::skinny`) and the direct conv
 //! (`cutlass_aot_conv_small_{fprop,dgrad}_{f16,bf16,f32}_kt{8,16,32}`, `cutlass_aot::conv::small`).
 
@@ -50,7 +50,7 @@ fn skinny(name: &str) -> Option<BuiltIn> {
         .or_else(|| rest.split_once('_'))?;
     let (ab, c) = types(spelled)?;
     let layout_a = match form {
-        "dot" => Some(Layout::Row),
+        "dot" | "dotv" => Some(Layout::Row),
         "axpy" => Some(Layout::Column),
         "tensor" if ab.bits() == 16 => None,
         "tiny_thread" | "tiny_warp" => None,
@@ -103,6 +103,11 @@ mod tests {
         assert_eq!(
             (warp.path.as_str(), warp.c),
             ("dispatch::skinny::TINY_WARP_F16_F32", DType::F32)
+        );
+        let vector = built_in_kernel("cutlass_aot_skinny_dotv_bf16_f32").unwrap();
+        assert_eq!(
+            (vector.path.as_str(), vector.layout_a),
+            ("dispatch::skinny::DOTV_BF16_F32", Some(Layout::Row))
         );
         let fprop = built_in_kernel("cutlass_aot_conv_small_fprop_bf16_kt16").unwrap();
         assert_eq!(

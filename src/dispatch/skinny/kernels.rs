@@ -76,6 +76,28 @@ static AXPY_WIDE: CustomDesign = design!(
     AXPY_SPLIT,
     AXPY_STAGED
 );
+/// The vector dot form (`dot_vector`: no staged chunks of Y, which comes through L1) per element
+/// size: fs per element (X's bytes set it: the form streams X) and per element and column, ns per
+/// block; fitted to an H200's timings of one-column products from 2048² to 8192×28672
+/// (`bench/floor/gemv.cu`); f64's cost per column raised to its many-column rows (FMA-bound). Its blocks share
+/// the bandwidth (`min_concurrency` 1): a partial wave runs no slower per block. Calibrated
+/// apart: its rows correct the model locally.
+macro_rules! dot_vector_design {
+    ($acc_bytes:literal, $fs:literal, $fs_col:literal) => {
+        design!(
+            dot_rows_per_block($acc_bytes),
+            $acc_bytes,
+            2,
+            "columns",
+            [$fs, $fs_col, 2600, 0, 1, 1],
+            ("min_concurrency", DesignValue::Int(1)),
+            ("family", DesignValue::Word("dot_vector"))
+        )
+    };
+}
+static DOT_VECTOR_2: CustomDesign = dot_vector_design!(4, 420, 60);
+static DOT_VECTOR_4: CustomDesign = dot_vector_design!(4, 970, 60);
+static DOT_VECTOR_8: CustomDesign = dot_vector_design!(8, 1400, 300);
 static TENSOR: CustomDesign = CustomDesign {
     tile: Shape3::new(TENSOR_ROWS_PER_BLOCK as u32, MAX_TENSOR_COLS as u32, 64),
     values: &[
@@ -166,6 +188,12 @@ kernel!(DOT_F32, "dot_f32", DOT, F32, F32, F32, Row);
 kernel!(DOT_F64, "dot_f64", DOT_WIDE, F64, F64, F64, Row);
 kernel!(DOT_F16_F32, "dot_f16_f32", DOT, F16, F32, F32, Row);
 kernel!(DOT_BF16_F32, "dot_bf16_f32", DOT, Bf16, F32, F32, Row);
+kernel!(DOTV_F16, "dotv_f16", DOT_VECTOR_2, F16, F16, F32, Row);
+kernel!(DOTV_BF16, "dotv_bf16", DOT_VECTOR_2, Bf16, Bf16, F32, Row);
+kernel!(DOTV_F32, "dotv_f32", DOT_VECTOR_4, F32, F32, F32, Row);
+kernel!(DOTV_F64, "dotv_f64", DOT_VECTOR_8, F64, F64, F64, Row);
+kernel!(DOTV_F16_F32, "dotv_f16_f32", DOT_VECTOR_2, F16, F32, F32, Row);
+kernel!(DOTV_BF16_F32, "dotv_bf16_f32", DOT_VECTOR_2, Bf16, F32, F32, Row);
 kernel!(AXPY_F16, "axpy_f16", AXPY, F16, F16, F32, Column);
 kernel!(AXPY_BF16, "axpy_bf16", AXPY, Bf16, Bf16, F32, Column);
 kernel!(AXPY_F32, "axpy_f32", AXPY, F32, F32, F32, Column);
@@ -254,13 +282,19 @@ kernel!(
 );
 
 /// Every skinny kernel with its element types and form.
-pub static KERNELS: [(&KernelInfo, Elements, Form); 28] = [
+pub static KERNELS: [(&KernelInfo, Elements, Form); 34] = [
     (&DOT_F16, Elements::F16, Form::Dot),
     (&DOT_BF16, Elements::Bf16, Form::Dot),
     (&DOT_F32, Elements::F32, Form::Dot),
     (&DOT_F64, Elements::F64, Form::Dot),
     (&DOT_F16_F32, Elements::F16F32, Form::Dot),
     (&DOT_BF16_F32, Elements::Bf16F32, Form::Dot),
+    (&DOTV_F16, Elements::F16, Form::DotVector),
+    (&DOTV_BF16, Elements::Bf16, Form::DotVector),
+    (&DOTV_F32, Elements::F32, Form::DotVector),
+    (&DOTV_F64, Elements::F64, Form::DotVector),
+    (&DOTV_F16_F32, Elements::F16F32, Form::DotVector),
+    (&DOTV_BF16_F32, Elements::Bf16F32, Form::DotVector),
     (&AXPY_F16, Elements::F16, Form::Axpy),
     (&AXPY_BF16, Elements::Bf16, Form::Axpy),
     (&AXPY_F32, Elements::F32, Form::Axpy),

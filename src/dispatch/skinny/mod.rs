@@ -12,8 +12,8 @@ use crate::error::Error;
 use crate::gemm::{GemmOperands, GemmProblem, Operand};
 use crate::model::Layout;
 use crate::select::Candidate;
-use crate::support::skinny::Skinny;
-pub use crate::support::skinny::{Elements, Form, MAX_COLS};
+use crate::support::skinny::{walks_in_vectors, Skinny};
+pub use crate::support::skinny::{Elements, Form, MAX_COLS, MAX_VECTOR_COLS};
 use crate::support::View;
 
 mod kernels;
@@ -53,7 +53,17 @@ pub fn ways(
             Layout::Row => Form::Dot,
             _ => Form::Axpy,
         };
-        for form in [layout_form, Form::Tensor, Form::TinyThread, Form::TinyWarp] {
+        let bytes = (oriented.element_a.bits() as usize).div_ceil(8);
+        let vector = (layout_form == Form::Dot && vectors_fit(problem, operands, orientation, bytes))
+            .then_some(Form::DotVector);
+        let forms = [
+            Some(layout_form),
+            vector,
+            Some(Form::Tensor),
+            Some(Form::TinyThread),
+            Some(Form::TinyWarp),
+        ];
+        for form in forms.into_iter().flatten() {
             let (a, b, c) = (oriented.element_a, oriented.element_b, oriented.element_c);
             let Some(kernel) = kernel_for(a, b, c, form) else {
                 continue;
@@ -101,6 +111,24 @@ fn tiny_enough(form: Form, problem: &GemmProblem) -> bool {
 /// way of 370 of 786 problems it was timed on up to 2^24 and of 7 of 143 beyond, where its model
 /// underestimates it up to 2x.
 pub const TINY_WARP_MAX_MACS: usize = 1 << 24;
+
+/// Whether X and Y of `orientation` fit the vector dot form: both walk depth contiguously in
+/// 16-byte vectors of `bytes`-byte elements ([`Skinny::vectors_fit`]).
+fn vectors_fit(
+    problem: &GemmProblem,
+    operands: &GemmOperands,
+    orientation: Orientation,
+    bytes: usize,
+) -> bool {
+    let t = orientation == Orientation::Transposed;
+    let a = view_of(&operands.a, problem.layout_a, t);
+    let b = view_of(&operands.b, problem.layout_b, t);
+    let (x, y) = if t { (b, a) } else { (a, b) };
+    let (m, n) = (operands.d.shape.rows, operands.d.shape.cols);
+    let (rows, cols) = if t { (n, m) } else { (m, n) };
+    let batch = operands.d.shape.batch_count.max(1);
+    walks_in_vectors(&x, false, rows, batch, bytes) && walks_in_vectors(&y, true, cols, batch, bytes)
+}
 
 /// The view of `operand` laid out as `layout`, read transposed when `transposed`.
 fn view_of(operand: &Operand, layout: Layout, transposed: bool) -> View {
