@@ -97,6 +97,10 @@ const GLUE_HEADERS: &[(&str, &str)] = &[
         include_str!("../cutlass_glue/include/cutlass_aot/skinny.cuh"),
     ),
     (
+        "cutlass_aot/skinny_vector.cuh",
+        include_str!("../cutlass_glue/include/cutlass_aot/skinny_vector.cuh"),
+    ),
+    (
         "cutlass_aot/narrow.cuh",
         include_str!("../cutlass_glue/include/cutlass_aot/narrow.cuh"),
     ),

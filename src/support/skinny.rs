@@ -168,7 +168,7 @@ pub(crate) struct Skinny {
     pub(crate) partials: u64,
 }
 
-/// The vector dot form's loads (`cutlass_aot/skinny.cuh`'s `dot_vector`).
+/// The vector dot form's loads (`dot_vector` of `cutlass_aot/skinny_vector.cuh`).
 const VECTOR_BYTES: usize = 16;
 
 /// Whether `view` walks depth contiguously in 16-byte vectors of `bytes`-byte elements: unit stride along depth, and its
@@ -195,7 +195,7 @@ pub(crate) fn walks_in_vectors(
 
 impl Skinny {
     /// Whether X and Y fit the vector dot form: both contiguous along depth and 16-byte aligned
-    /// (`dot_vector` in `skinny.cuh` reads them so and checks nothing).
+    /// (`dot_vector` in `skinny_vector.cuh` reads them so and checks nothing).
     pub fn vectors_fit(&self) -> bool {
         let bytes = self.elements.operand_bytes();
         walks_in_vectors(&self.x, false, self.rows, self.batch, bytes)

@@ -203,6 +203,7 @@ pub fn support_unit() -> Unit {
         glue: &[
             "cutlass_aot/support.cuh",
             "cutlass_aot/skinny.cuh",
+            "cutlass_aot/skinny_vector.cuh",
             "cutlass_aot/narrow.cuh",
             "cutlass_aot/conv_small.cuh",
         ],
